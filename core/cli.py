@@ -1,0 +1,212 @@
+"""The ``optmap`` command line. Heavy modules are imported inside the commands, so --help is fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from optmap.errors import OptmapError
+
+
+def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="problem file (TOML)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a key of the problem file (repeatable), e.g. workload.batch=256")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="optmap", description="Map deep-learning work onto many accelerators.")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="also load the plugin module MODULE (repeatable)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="search a mapping for a problem")
+    _add_problem_arguments(run)
+    run.add_argument("--search", metavar="ENGINE", help="search engine (default: the file's [search] engine)")
+    run.add_argument("--seed", type=int, help="random seed (default: the file's [search] seed)")
+    run.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    run.add_argument("--quiet", action="store_true", help="print only the summary")
+
+    compare = commands.add_parser("compare", help="run several engines side by side")
+    _add_problem_arguments(compare)
+    compare.add_argument("--search", required=True, metavar="A,B,C", help="comma-separated engines")
+    compare.add_argument("--seeds", default=None, metavar="0,1,2", help="comma-separated seeds")
+    compare.add_argument("--baseline", metavar="ENGINE", help="engine whose value speedups are relative to "
+                         "(default: the first engine)")
+    compare.add_argument("--json", metavar="OUT", help="write the table and every run as JSON")
+    compare.add_argument("--csv", metavar="OUT", help="write the table as CSV")
+    compare.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
+
+    commands.add_parser("plugins", help="list the plugins and what they register")
+    validate = commands.add_parser("validate", help="check a problem file")
+    _add_problem_arguments(validate)
+    show = commands.add_parser("show", help="show a problem's workload and system")
+    _add_problem_arguments(show)
+    commands.add_parser("schema", help="print the JSON Schema of problem files")
+    return parser
+
+
+class _Progress:
+    """A rich progress bar that appears only once a search has run for a second."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.bar = None
+        self.task = None
+        self.started = time.perf_counter()
+
+    def __call__(self, evaluator) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.started < 1.0:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=evaluator.budget.evaluations, best="-")
+        best = evaluator.best_f[0] if evaluator.best_f is not None else float("nan")
+        self.bar.update(self.task, completed=evaluator.evaluations, best=f"{best:.5g}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        self.bar = None
+
+
+def _default_output(problem, engine: str, seed: int) -> Path:
+    return Path("optmap-results") / problem.name.replace(" ", "_").replace("/", "_") / f"{engine}-seed{seed}.json"
+
+
+def cmd_run(args) -> int:
+    from optmap.problem import load
+    from optmap.report import console, layer_table, result_table, write_json
+    from optmap.run import SearchFailed, solve
+
+    problem = load(args.file, args.set, args.plugin)
+    engine = args.search or problem.search.engine
+    seed = problem.search.seed if args.seed is None else args.seed
+    progress = _Progress(f"{engine}")
+    out = Path(args.json) if args.json else _default_output(problem, engine, seed)
+    try:
+        result = solve(problem, engine=engine, seed=seed, progress=progress)
+    except SearchFailed as failure:
+        progress.close()
+        write_json(out, {"problem": problem.spec, **failure.result.to_json()})
+        print(f"partial result written to {out}", file=sys.stderr)
+        raise
+    progress.close()
+    write_json(out, {"problem": problem.spec, **result.to_json()})
+    terminal = console()
+    terminal.print(result_table(result))
+    layers = layer_table(result)
+    if layers is not None and not args.quiet:
+        terminal.print(layers)
+    terminal.print(f"result written to {out}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from optmap.compare import compare
+    from optmap.problem import load
+    from optmap.report import console, rows_table
+
+    problem = load(args.file, args.set, args.plugin)
+    engines = [name.strip() for name in args.search.split(",") if name.strip()]
+    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [problem.search.seed]
+    for name in engines:
+        problem.host.get("search_engine", name)
+    progress = _Progress("compare")
+    terminal = console()
+    table = compare(problem, engines, seeds, baseline=args.baseline or engines[0], progress=progress,
+                    on_run=lambda run: progress.close())
+    progress.close()
+    terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
+                              f"{table.best_known:.6g})", table.rows))
+    if args.json:
+        table.write_json(args.json)
+        terminal.print(f"table and runs written to {args.json}")
+    if args.csv:
+        table.write_csv(args.csv)
+        terminal.print(f"table written to {args.csv}")
+    if args.plot:
+        table.plot(args.plot)
+        terminal.print(f"convergence plot written to {args.plot}")
+    return 0
+
+
+def cmd_plugins(args) -> int:
+    from rich.table import Table
+
+    from optmap.host import KINDS, load_host
+    from optmap.report import console
+
+    host = load_host(args.plugin)
+    table = Table(title="optmap plugins")
+    for column in ("kind", "name", "plugin", "package", "summary"):
+        table.add_column(column)
+    for kind in KINDS:
+        for name in host.names(kind):
+            entry = host.registries[kind][name]
+            table.add_row(kind.replace("_", " "), name, entry.plugin, host.plugins.get(entry.plugin, ""), entry.summary)
+    console().print(table)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from optmap.problem import load
+
+    problem = load(args.file, args.set, args.plugin)
+    print(f"{args.file}: ok ({problem.name}; {len(problem.cost_model.space)} decisions, "
+          f"space size {problem.cost_model.space.size:.4g})")
+    return 0
+
+
+def cmd_show(args) -> int:
+    from optmap.problem import load
+    from optmap.report import console, rows_table
+
+    problem = load(args.file, args.set, args.plugin)
+    terminal = console()
+    workload, system = problem.workload, problem.system
+    terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                              workload.describe()))
+    terminal.print(rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe()))
+    space = problem.cost_model.space
+    terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
+                   f"{', '.join(problem.objectives)}")
+    return 0
+
+
+def cmd_schema(args) -> int:
+    import json
+
+    from optmap.schema import problem_schema
+
+    print(json.dumps(problem_schema(args.plugin), indent=1))
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plugins": cmd_plugins, "validate": cmd_validate,
+            "show": cmd_show, "schema": cmd_schema}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except OptmapError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Terminal tables (rich) and result files (JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from optmap.search import SearchResult
+
+
+def fmt(value: Any) -> str:
+    """Numbers with 4 significant digits and thousands separators; other values as text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isnan(value):
+        return "-"
+    if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
+        return f"{value:.4g}"
+    return f"{value:,.4g}"
+
+
+def result_table(result: SearchResult) -> Table:
+    table = Table(title=f"{result.engine} (seed {result.seed}): {result.stopped}", show_header=False)
+    for name, value in result.values.items():
+        table.add_row(f"[bold]{name}[/bold]", fmt(value))
+    if result.report is not None:
+        for name, value in result.report.metrics.items():
+            if name not in result.values:
+                table.add_row(name, fmt(value))
+    table.add_row("evaluations", fmt(result.evaluations))
+    table.add_row("seconds", fmt(result.seconds))
+    for name, value in result.extra.items():
+        if isinstance(value, (int, float, str, bool)):
+            table.add_row(name, fmt(value))
+    return table
+
+
+def layer_table(result: SearchResult) -> Table | None:
+    """The per-layer mapping: decisions, compute and communication seconds."""
+    if result.report is None or not result.report.layers:
+        return None
+    rows = result.report.layers
+    decision_keys = list(dict.fromkeys(key for row in rows for key in row.decisions))
+    table = Table(title="per-layer mapping")
+    table.add_column("layer")
+    for key in decision_keys:
+        table.add_column(key, justify="center")
+    table.add_column("compute s", justify="right")
+    table.add_column("comm s", justify="right")
+    for row in rows:
+        table.add_row(row.name, *(str(row.decisions.get(k, "")) for k in decision_keys), fmt(row.compute), fmt(row.communication))
+    return table
+
+
+def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(title=title)
+    if not rows:
+        return table
+    for key in rows[0]:
+        table.add_column(key, justify="left" if isinstance(rows[0][key], str) else "right")
+    for row in rows:
+        table.add_row(*(fmt(value) for value in row.values()))
+    return table
+
+
+def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, default=float))
+    return path
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False)

@@ -1,0 +1,70 @@
+"""JSON Schema of problem files, built from the registered plugins' option signatures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from optmap.host import load_host
+from optmap.options import options_schema
+
+
+def _variants(host, kind: str, key: str, skip: int) -> list[dict[str, Any]]:
+    variants = []
+    for name in host.names(kind):
+        schema = options_schema(host.registries[kind][name].resolve(), skip)
+        schema.pop("title", None)
+        schema.setdefault("properties", {})[key] = {"const": name}
+        schema["required"] = sorted(set(schema.get("required", [])) | {key})
+        schema["additionalProperties"] = False
+        variants.append({"title": name, **schema})
+    return variants
+
+
+def problem_schema(plugins: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """The schema: sections, and for each plugin section one variant per registered plugin."""
+    host = load_host(tuple(plugins))
+    group = {
+        "type": "object",
+        "properties": {"accelerator": {"enum": host.names("accelerator")}, "count": {"type": "integer", "minimum": 1}},
+        "required": ["accelerator", "count"],
+        "additionalProperties": False,
+    }
+    systems = _variants(host, "topology", "topology", 1)
+    for variant in systems:
+        variant["properties"]["groups"] = {"type": "array", "items": group, "minItems": 1}
+        variant["required"] = sorted(set(variant["required"]) | {"groups"})
+    budget = {
+        "type": "object",
+        "properties": {"evaluations": {"type": "integer", "minimum": 1}, "seconds": {"type": "number", "exclusiveMinimum": 0}},
+        "additionalProperties": False,
+    }
+    search_properties: dict[str, Any] = {
+        "engine": {"enum": host.names("search_engine")},
+        "seed": {"type": "integer", "minimum": 0},
+        "budget": budget,
+    }
+    for name in host.names("search_engine"):
+        engine_schema = options_schema(host.registries["search_engine"][name].resolve())
+        engine_schema.pop("title", None)
+        search_properties[name] = {"type": "object", **engine_schema, "additionalProperties": False}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "optmap problem",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "description": {"type": "string"},
+            "workload": {"anyOf": _variants(host, "workload", "model", 0)},
+            "system": {"anyOf": systems},
+            "cost": {"anyOf": _variants(host, "cost_model", "model", 2)},
+            "objective": {
+                "type": "object",
+                "properties": {"minimize": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+                "additionalProperties": False,
+            },
+            "constraints": {"type": "object", "patternProperties": {"^max_": {"type": "number"}}, "additionalProperties": False},
+            "search": {"type": "object", "properties": search_properties, "additionalProperties": False},
+        },
+        "required": ["workload", "system", "cost"],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,1 @@
+"""Built-in optmap plugins, registered through the same entry-point group as third-party ones."""

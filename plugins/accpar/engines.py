@@ -1,0 +1,148 @@
+"""AccPar's native engines: the layer-wise DP per level (AccPar, HyPar) and the fixed plans (OWT, DP).
+
+Each engine builds a plan and hands it to the evaluator, so its plan is scored by the problem's
+cost model and every comparison is on one scale (note §6.17).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from optmap import chain_dp
+from optmap.chain_dp import Segment
+from optmap.errors import OptmapError
+from optmap.search import Evaluator
+
+from .model import AccParCostModel
+from .tables import ROWS, TYPE_I, TYPE_II, WEIGHTED
+
+ALL_TYPES = (0, 1, 2)
+
+
+def _model(evaluator: Evaluator) -> AccParCostModel:
+    model = evaluator.cost_model
+    if not isinstance(model, AccParCostModel):
+        raise OptmapError("this engine plans AccPar's formulation; use [cost] model = \"accpar\"")
+    return model
+
+
+def level_plans(
+    model: AccParCostModel,
+    shares: dict[str, float],
+    types: tuple[int, ...] = ALL_TYPES,
+    metric: str | None = None,
+) -> tuple[np.ndarray, list[float]]:
+    """Run the layer-wise DP (Eq. 9, §5.2 for multi-path blocks) level after level (§5.1).
+
+    Returns the states (levels, nodes) and each level's DP cost. Weighted layers may take only
+    ``types``; merge nodes take any layout. Ties go to the lowest type index, as in the authors'
+    reference program.
+    """
+    g = model.graph
+    allowed = np.zeros((len(g.names), 3), bool)
+    allowed[g.role == WEIGHTED] = np.isin(np.arange(3), types)
+    allowed[g.role != WEIGHTED] = True
+    segments = [Segment(paths) for paths in g.segments]
+    states = np.zeros((model.hierarchy.depth, len(g.names)), int)
+    costs = []
+    for level in range(model.hierarchy.depth):
+        node, edge = model.chain_tables(level, states[:level], shares, metric)
+        node = np.where(allowed, node, np.inf)
+        node_cost = dict(enumerate(node))
+        edge_cost = {}
+        for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v)):
+            edge_cost[(int(u), int(v))] = edge[e]
+        cost, chosen = chain_dp.solve(list(g.chain), segments, node_cost, edge_cost)
+        states[level] = [chosen[i] for i in range(len(g.names))]
+        costs.append(cost)
+    return states, costs
+
+
+def _share_grid(model: AccParCostModel) -> np.ndarray:
+    return np.arange(1, model.ratio_steps) / model.ratio_steps
+
+
+class AccParSearch:
+    """AccPar: DP over Type-I/II/III per level with compute + communication cost and a tuned share."""
+
+    requires = frozenset({"layer_chain_tables"})
+    exact = False  # optimal per level for fixed shares; levels are solved one after another (§5.1)
+
+    def __init__(self, *, ratio: Literal["search", "equal"] = "search", sweeps: int = 2) -> None:
+        """``ratio``: how the share of a heterogeneous split is chosen (note §3.4). "search" runs
+        the DP for every share on the cost model's grid and keeps the plan it scores best (option
+        c). Eq. 10 balances the two sides assuming costs linear in the share; where they are
+        (compute only: 180/(180+420) = 0.3 for TPU-v2, network only: 1/3) the search finds the
+        same share, and where they are not (Table 4 ignores the share, Table 5 is quadratic,
+        note §6.3) the search is still right. "equal" splits 1/2. With several heterogeneous
+        splits, "search" does ``sweeps`` rounds of coordinate descent."""
+        self.ratio, self.sweeps = ratio, sweeps
+
+    def search(self, evaluator: Evaluator, seed: int) -> dict:
+        model = _model(evaluator)
+        names = [s.ratio for s in model.hierarchy.ratios]
+        shares = {name: 0.5 for name in names}
+        if self.ratio != "search" or not names:
+            states, costs = level_plans(model, shares)
+            evaluator.evaluate(model.plan_vector(states, shares)[None])
+            return {"dp_level_costs": costs, "shares": shares}
+        grid = _share_grid(model)
+        for _ in range(self.sweeps if len(names) > 1 else 1):
+            for name in names:
+                candidates = []
+                for value in grid:
+                    trial = {**shares, name: float(value)}
+                    states, _ = level_plans(model, trial)
+                    candidates.append(model.plan_vector(states, trial))
+                F = evaluator(np.array(candidates))
+                shares[name] = float(grid[int(np.argmin(F[:, 0]))])
+        states, costs = level_plans(model, shares)
+        return {"dp_level_costs": costs, "shares": shares}
+
+
+class HyParSearch:
+    """HyPar: the same DP over Type-I/II only, communication amount as cost, equal split."""
+
+    requires = frozenset({"layer_chain_tables"})
+    exact = False
+
+    def search(self, evaluator: Evaluator, seed: int) -> dict:
+        model = _model(evaluator)
+        shares = {s.ratio: 0.5 for s in model.hierarchy.ratios}
+        states, costs = level_plans(model, shares, types=(TYPE_I, TYPE_II), metric="comm_elements")
+        evaluator.evaluate(model.plan_vector(states, shares)[None])
+        return {"dp_level_costs": costs}
+
+
+class FixedPlan:
+    """A static plan applied at every level with an equal split: data parallelism or OWT."""
+
+    requires = frozenset()
+    exact = False
+    conv_type = TYPE_I
+    fc_type = TYPE_I
+
+    def search(self, evaluator: Evaluator, seed: int) -> dict:
+        model = _model(evaluator)
+        g = model.graph
+        # merge nodes of residual blocks keep batch-split tensors, like the Type-I layers around them
+        row = np.array([
+            (self.fc_type if kind == "linear" else self.conv_type) if role == WEIGHTED else ROWS
+            for kind, role in zip(g.kind, g.role)
+        ])
+        states = np.tile(row, (model.hierarchy.depth, 1))
+        evaluator.evaluate(model.plan_vector(states)[None])
+        return {}
+
+
+class DataParallel(FixedPlan):
+    """Data parallelism: every layer Type-I at every level, equal split (parameter-server DP)."""
+
+
+class OneWeirdTrick(FixedPlan):
+    """Krizhevsky's "one weird trick": CONV layers Type-I, FC layers Type-II, equal split."""
+
+    fc_type = TYPE_II
+

@@ -1,0 +1,386 @@
+"""The AccPar cost model: per level and layer a partition type, scored as AccPar §4 and Eq. 9.
+
+Decisions (the design space): for every bisection level and every node of the workload's block
+view, a state — the partition type (I, II, III) of a weighted layer, or the layout (batch,
+channel, replicated) of a merge node of a multi-path block — and, for each split between
+different accelerator kinds, the share of the first side on a grid of ``ratio_steps`` steps.
+
+Scoring, level by level (note §3.2): every sub-array class of the level is cut in two; each side
+fetches its intra-layer partial sums (Table 4) and inter-layer conversions (Table 5, from
+``tables``), divided by a bandwidth (``bandwidth`` option, note §6.1); per node and per edge the
+slowest side sets the pace (the synchronous critical path, note §6.2); each side's tensors then
+shrink by its share along the dimension its type splits (§3.2 SHRINK). Level costs add (the
+reference program's rule, note §6.6). Computation is counted once, at the leaves: a leaf's share
+of every layer's Table 6 FLOPs over its FLOP/s. Compute and communication add (Eq. 9) unless
+``overlap`` is set.
+
+``mode = "comm_only"`` reproduces the authors' reference program: no computation, equal shares,
+and costs in communicated elements (metric ``comm_elements``) per level summed over levels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from optmap.cost import BATCH, LAYER_CHAIN_TABLES, CostReport, LayerCost
+from optmap.errors import OptmapError
+from optmap.space import DesignSpace, categorical, integer
+from optmap.system import System
+from optmap.workload import Node, Parallel, Workload
+
+from .hierarchy import Hierarchy, Split, bisect
+from .tables import (
+    LAYOUT_NAMES,
+    MERGE,
+    SPLITS_BATCH,
+    SPLITS_IN,
+    SPLITS_OUT,
+    TYPE_NAMES,
+    WEIGHTED,
+    inter_fraction,
+    intra_elements,
+    table6_flops,
+)
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The block view as arrays: node shapes, edges, and the chain/segments for the DP."""
+
+    names: tuple[str, ...]
+    role: np.ndarray
+    kind: tuple[str, ...]  # "conv2d", "linear", "add", ... per node
+    d_in: np.ndarray
+    d_out: np.ndarray
+    kernel: np.ndarray
+    s_in: np.ndarray
+    s_out: np.ndarray
+    flops_2mac: np.ndarray  # forward + backward-data + weight-gradient FLOPs per sample, from the IR
+    edge_u: np.ndarray
+    edge_v: np.ndarray
+    chain: tuple[int, ...]
+    segments: tuple[tuple[tuple[int, ...], ...], ...]
+
+
+def block_graph(workload: Workload) -> Graph:
+    """AccPar's view of a workload: weighted layers and merge nodes of its block view."""
+    view = workload.block_view()
+    names: list[str] = []
+    for item in view:
+        names.extend([item.name] if isinstance(item, Node) else [n for path in item.paths for n in path])
+    index = {name: i for i, name in enumerate(names)}
+    layers = [workload.layer(n) for n in names]
+    for layer in layers:
+        if layer.op == "conv2d" and layer.attr("groups", 1) != 1:
+            raise OptmapError(f"accpar: layer '{layer.name}' is a grouped convolution, which AccPar's types do not cover")
+        if not (layer.weighted or layer.op in ("add", "concat")):
+            raise OptmapError(f"accpar: layer '{layer.name}' ({layer.op}) cannot be partitioned by AccPar")
+    chain, segments, edges = [], [], []
+    pending: tuple[tuple[int, ...], ...] = ((),)
+    for item in view:
+        if isinstance(item, Parallel):
+            pending = tuple(tuple(index[n] for n in path) for path in item.paths)
+            continue
+        node = index[item.name]
+        if chain:
+            segments.append(pending)
+            for path in pending:
+                hops = (chain[-1], *path, node)
+                edges.extend(zip(hops[:-1], hops[1:]))
+        chain.append(node)
+        pending = ((),)
+    merge = np.array([layer.op in ("add", "concat") for layer in layers])
+    d_in = np.array([layer.in_channels for layer in layers], float)
+    d_out = np.array([layer.out_channels for layer in layers], float)
+    d_in[merge] = d_out[merge]  # a merge node holds one tensor: its output
+    s_in = np.array([layer.in_spatial for layer in layers], float)
+    s_out = np.array([layer.out_spatial for layer in layers], float)
+    s_in[merge] = s_out[merge]
+    return Graph(
+        names=tuple(names),
+        role=np.where(merge, MERGE, WEIGHTED),
+        kind=tuple(layer.op for layer in layers),
+        d_in=d_in,
+        d_out=d_out,
+        kernel=np.array([layer.kernel_elements if layer.weighted else 0 for layer in layers], float),
+        s_in=s_in,
+        s_out=s_out,
+        flops_2mac=np.array([layer.flops(1).total for layer in layers], float),
+        edge_u=np.array([u for u, _ in edges], int),
+        edge_v=np.array([v for _, v in edges], int),
+        chain=tuple(chain),
+        segments=tuple(segments),
+    )
+
+
+@dataclass
+class _Class:
+    """Tensor dimensions of every node as one sub-array class sees them (leading axes broadcast)."""
+
+    batch: np.ndarray
+    d_in: np.ndarray
+    d_out: np.ndarray
+    share: np.ndarray  # this sub-array's share of the whole work
+
+
+class AccParCostModel:
+    """AccPar (HPCA 2020): heterogeneous tensor partitioning, Type-I/II/III per level and layer."""
+
+    capabilities = frozenset({BATCH, LAYER_CHAIN_TABLES})
+
+    def __init__(
+        self,
+        workload: Workload,
+        system: System,
+        *,
+        mode: Literal["time", "comm_only"] = "time",
+        bandwidth: Literal["accessor", "remote", "min"] = "accessor",
+        combine: Literal["max", "sum"] = "max",
+        flops: Literal["table6", "2mac"] = "table6",
+        overlap: bool = False,
+        ratio_steps: int = 60,
+        check_memory: bool = True,
+        weight_copies: int = 3,
+    ) -> None:
+        """Options (note §6 decisions): ``bandwidth`` divides a side's transfer by its own network
+        bandwidth (Eq. 7, b_i), its partner's (Fig. 2 text, b_j) or the smaller; ``combine`` takes
+        the slower side per node and edge ("max", synchronous) or adds both sides ("sum", one
+        shared link); ``flops`` counts Table 6 (2P-1 per output) or 2·MACs per product;
+        ``overlap`` takes max(compute, comm) instead of Eq. 9's sum; ``ratio_steps`` is the grid
+        of the heterogeneous share (60 makes 0.3 and 1/3 exact); ``check_memory`` marks a mapping
+        infeasible when a leaf's weights × ``weight_copies`` (weights, gradients, optimizer state)
+        plus stored activations exceed its memory (the paper does not check capacity, §6.8)."""
+        if workload.phase != "training":
+            raise OptmapError("accpar models training (forward, backward, gradient); set [workload] phase = \"training\"")
+        if ratio_steps < 2:
+            raise OptmapError(f"ratio_steps must be >= 2, got {ratio_steps}")
+        self.workload, self.system = workload, system
+        self.mode, self.bandwidth, self.combine = mode, bandwidth, combine
+        self.overlap, self.ratio_steps = overlap, ratio_steps
+        self.check_memory, self.weight_copies = check_memory, weight_copies
+        self.graph = block_graph(workload)
+        self.hierarchy: Hierarchy = bisect(system)
+        if self.hierarchy.depth == 0:
+            raise OptmapError("accpar needs at least two accelerators in [system]")
+        if mode == "comm_only" and self.hierarchy.ratios:
+            raise OptmapError("accpar mode = \"comm_only\" follows the reference program, which assumes one accelerator kind")
+        self.bytes = workload.bytes_per_element
+        g, batch = self.graph, float(workload.batch)
+        per_sample = g.flops_2mac * batch
+        self.layer_flops = table6_flops(batch, g.d_in, g.d_out, g.kernel, g.s_in, g.s_out) if flops == "table6" else per_sample
+        self.layer_flops = np.where(g.role == WEIGHTED, self.layer_flops, 0.0)
+        self.metrics = ("comm_elements", "comm_bytes") if mode == "comm_only" else (
+            "time", "compute_time", "comm_time", "comm_elements", "comm_bytes", "memory_bytes")
+        self.dp_metric = "comm_elements" if mode == "comm_only" else "time"
+        self.space = self._space()
+        self._state_columns = np.array(
+            [[self.space.index(self.variable(h, n)) for n in g.names] for h in range(self.hierarchy.depth)], int
+        )
+        self._ratio_columns = {s.ratio: self.space.index(s.ratio) for s in self.hierarchy.ratios}
+
+    # --- the design space ---------------------------------------------------------------------
+    @staticmethod
+    def variable(level: int, node: str) -> str:
+        return f"L{level}:{node}"
+
+    def _space(self) -> DesignSpace:
+        g = self.graph
+        variables = [
+            categorical(self.variable(h, name), TYPE_NAMES if role == WEIGHTED else LAYOUT_NAMES, level=h, layer=name)
+            for h in range(self.hierarchy.depth)
+            for name, role in zip(g.names, g.role)
+        ]
+        variables += [integer(s.ratio, 1, self.ratio_steps - 1, level=s.level) for s in self.hierarchy.ratios]
+        return DesignSpace(tuple(variables))
+
+    def plan_vector(self, states: np.ndarray, shares: dict[str, float] | None = None) -> np.ndarray:
+        """A space vector from (levels, nodes) states and shares (default: equal split)."""
+        x = np.zeros(len(self.space))
+        x[self._state_columns.ravel()] = np.asarray(states).ravel()
+        for name, column in self._ratio_columns.items():
+            share = (shares or {}).get(name, 0.5)
+            x[column] = min(self.ratio_steps - 1, max(1, round(share * self.ratio_steps)))
+        return x
+
+    # --- one level ----------------------------------------------------------------------------
+    def _side_bandwidth(self, split: Split, side: int) -> float:
+        own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
+        return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
+
+    def _level(self, split: Split, dims: _Class, share0, state, state_u, state_v, children: bool):
+        """Per-node and per-edge cost of one split (slowest side), and the sides' shrunk dims."""
+        g = self.graph
+        intra = intra_elements(g.role, state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
+        received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
+        results, next_dims = [], []
+        for side in range(1 if split.symmetric else 2):
+            share = share0 if side == 0 else 1.0 - share0
+            inter = received * inter_fraction(g.role[g.edge_u], state_u, g.role[g.edge_v], state_v, share)
+            scale = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
+            results.append((intra, inter, intra * scale, inter * scale))
+            if children:
+                next_dims.append(_Class(
+                    dims.batch * np.where(SPLITS_BATCH[g.role, state], share, 1.0),
+                    dims.d_in * np.where(SPLITS_IN[g.role, state], share, 1.0),
+                    dims.d_out * np.where(SPLITS_OUT[g.role, state], share, 1.0),
+                    dims.share * share,
+                ))
+        pick = np.maximum if self.combine == "max" else np.add
+        combined = results[0]
+        for other in results[1:]:
+            combined = tuple(pick(a, b) for a, b in zip(combined, other))
+        return combined, next_dims
+
+    def _shares(self, split: Split, shares: dict[str, np.ndarray]):
+        return split.share if split.ratio is None else shares[split.ratio]
+
+    def _root(self) -> _Class:
+        g = self.graph
+        return _Class(np.full_like(g.d_in, float(self.workload.batch)), g.d_in, g.d_out, np.ones(1))
+
+    # --- layer-chain tables (for the DP engines) ----------------------------------------------
+    def chain_tables(self, level: int, previous: np.ndarray, shares: dict[str, float], metric: str | None = None):
+        """Node costs (nodes, 3) and edge costs (edges, 3, 3) of ``level`` in ``metric``.
+
+        ``previous`` holds the states chosen at the levels above (level, nodes), which fix the
+        tensor shapes this level sees. ``metric`` is "time" (seconds) or "comm_elements".
+        """
+        metric = metric or self.dp_metric
+        dims = self._class_dims(np.asarray(previous, int)[None], {k: np.array([[v]]) for k, v in shares.items()}, level)
+        state = np.arange(3)[:, None]
+        state_u, state_v = np.arange(3)[:, None, None], np.arange(3)[None, :, None]
+        node = np.zeros((3, len(self.graph.names)))
+        edge = np.zeros((3, 3, len(self.graph.edge_u)))
+        offset = 0 if metric == "comm_elements" else 2
+        for split in self.hierarchy.splits[level]:
+            share = self._shares(split, {k: np.array([[v]]) for k, v in shares.items()})
+            combined, _ = self._level(split, dims[split.parent], share, state, state_u, state_v, False)
+            node = np.maximum(node, combined[offset])
+            edge = np.maximum(edge, combined[offset + 1])
+        return node.T, np.moveaxis(edge, -1, 0)
+
+    def _class_dims(self, states: np.ndarray, shares: dict[str, np.ndarray], upto: int) -> list[_Class]:
+        """Class dimensions at level ``upto`` for plans ``states`` (N, levels, nodes)."""
+        classes = [self._root()]
+        for h in range(upto):
+            state = states[:, h, :]
+            next_classes: list[_Class | None] = [None] * len(self.hierarchy.classes[h + 1])
+            for split in self.hierarchy.splits[h]:
+                _, children = self._level(split, classes[split.parent], self._shares(split, shares), state,
+                                          state[:, self.graph.edge_u], state[:, self.graph.edge_v], True)
+                for child, dims in zip(split.children, children):
+                    next_classes[child] = dims
+            classes = next_classes
+        return classes
+
+    # --- whole-plan evaluation ----------------------------------------------------------------
+    def _decode(self, X: np.ndarray):
+        states = X[:, self._state_columns].astype(int)
+        shares = {name: X[:, [col]] / self.ratio_steps for name, col in self._ratio_columns.items()}
+        return states, shares
+
+    def _evaluate(self, X: np.ndarray, detail: bool = False) -> dict:
+        g = self.graph
+        states, shares = self._decode(np.atleast_2d(X))
+        n = len(states)
+        per_level = {"comm_elements": [], "comm_time": []}
+        node_time = np.zeros((n, len(g.names)))
+        edge_time = np.zeros((n, len(g.edge_u)))
+        classes = [self._root()]
+        leaves: list[tuple[_Class, object]] = []
+        for h, level_splits in enumerate(self.hierarchy.splits):
+            state = states[:, h, :]
+            state_u, state_v = state[:, g.edge_u], state[:, g.edge_v]
+            level_node = np.zeros((4, n, len(g.names)))
+            level_edge = np.zeros((4, n, len(g.edge_u)))
+            next_classes: list = [None] * len(self.hierarchy.classes[h + 1])
+            for split in level_splits:
+                combined, children = self._level(split, classes[split.parent], self._shares(split, shares),
+                                                 state, state_u, state_v, True)
+                level_node = np.maximum(level_node, np.stack([combined[0], combined[0], combined[2], combined[2]]))
+                level_edge = np.maximum(level_edge, np.stack([combined[1], combined[1], combined[3], combined[3]]))
+                for child, dims in zip(split.children, children):
+                    next_classes[child] = dims
+            per_level["comm_elements"].append(level_node[0].sum(1) + level_edge[0].sum(1))
+            per_level["comm_time"].append(level_node[2].sum(1) + level_edge[2].sum(1))
+            node_time += level_node[2]
+            edge_time += level_edge[2]
+            leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == h]
+            classes = next_classes
+        leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == self.hierarchy.depth]
+        comm_elements = np.sum(per_level["comm_elements"], axis=0)
+        out = {"comm_elements": comm_elements, "comm_bytes": comm_elements * self.bytes}
+        if detail:
+            out.update(per_level=per_level, node_time=node_time, edge_time=edge_time, states=states, shares=shares)
+        if self.mode == "comm_only":
+            return out
+        compute, memory, fits = self._leaf_costs(leaves, n)
+        comm_time = np.sum(per_level["comm_time"], axis=0)
+        out.update(
+            time=np.maximum(compute.sum(1), comm_time) if self.overlap else compute.sum(1) + comm_time,
+            compute_time=compute.sum(1),
+            comm_time=comm_time,
+            memory_bytes=memory,
+            feasible=fits,
+        )
+        if detail:
+            out["layer_compute"] = compute
+        return out
+
+    def _leaf_costs(self, leaves, n: int):
+        """Per-layer compute time (slowest leaf), peak memory per device, and whether it fits."""
+        g, dtype = self.graph, self.workload.dtype
+        compute = np.zeros((n, len(g.names)))
+        memory = np.zeros(n)
+        fits = np.ones(n, bool)
+        for dims, sub in leaves:
+            (kind, _), = sub.members
+            share = np.broadcast_to(dims.share, (n, 1)) if np.ndim(dims.share) else np.full((n, 1), dims.share)
+            compute = np.maximum(compute, share * self.layer_flops / kind.flops_per_s(dtype))  # Eq. 8 at the leaf
+            weights = np.broadcast_to(dims.d_in * dims.d_out * g.kernel, (n, len(g.names))).sum(1)
+            stored = np.broadcast_to(dims.batch * dims.d_in * g.s_in, (n, len(g.names))).sum(1)
+            need = self.bytes * (self.weight_copies * weights + stored)
+            memory = np.maximum(memory, need)
+            if self.check_memory:
+                fits &= need <= kind.memory_bytes
+        return compute, memory, fits
+
+    def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """Score every row of X in one vectorised pass."""
+        return self._evaluate(X)
+
+    def evaluate(self, mapping) -> CostReport:
+        result = self._evaluate(mapping.array[None], detail=True)
+        g = self.graph
+        states = result["states"][0]
+        metrics = {m: float(result[m][0]) for m in self.metrics}
+        incoming = np.zeros(len(g.names))
+        np.add.at(incoming, g.edge_v, result["edge_time"][0])
+        compute = result.get("layer_compute", np.zeros((1, len(g.names))))[0]
+        names = [TYPE_NAMES, LAYOUT_NAMES]
+        layers = tuple(
+            LayerCost(
+                name=name,
+                compute=float(compute[i]),
+                communication=float(result["node_time"][0, i] + incoming[i]),
+                decisions={f"L{h}": names[g.role[i]][states[h, i]] for h in range(len(states))},
+            )
+            for i, name in enumerate(g.names)
+        )
+        plan = {
+            "levels": [
+                {
+                    "types": {name: names[g.role[i]][states[h, i]] for i, name in enumerate(g.names)},
+                    "comm_elements": float(result["per_level"]["comm_elements"][h][0]),
+                    "comm_time": float(result["per_level"]["comm_time"][h][0]),
+                }
+                for h in range(len(states))
+            ],
+            "shares": {name: float(v[0, 0]) for name, v in result["shares"].items()},
+        }
+        feasible = bool(result.get("feasible", np.ones(1, bool))[0])
+        reason = "" if feasible else f"needs {metrics['memory_bytes'] / 1e9:.3g} GB per device, more than the smallest memory"
+        return CostReport(metrics=metrics, feasible=feasible, reason=reason, layers=layers, plan=plan)

@@ -1,0 +1,71 @@
+"""AccPar's communication amounts (Tables 4 and 5) from tensor layouts, vectorised with numpy.
+
+A side of a bisection holds each tensor in one of three layouts: ROWS (the batch dimension is
+split), COLS (the channel dimension is split) or FULL (replicated). A layer's partition type
+fixes the layout in which it produces and needs its tensors (note §1.4, Table 3). The elements a
+side must fetch are those of the layout it needs that the layout it has lacks (note §1.6 [D]):
+for a side with share r, r̄ = 1 - r,
+
+    have ROWS, need COLS (or the reverse): r·r̄·A     have anything, need FULL: r̄·A (0 if FULL)
+
+Inter-layer cost (Table 5) = missing(F_{l+1}: produced by l → needed by l+1)
+                           + missing(E_{l+1}: produced by l+1 → needed by l).
+This derives all nine entries of Table 5 (checked in tests) and extends them to merge nodes of
+multi-path blocks, which hold their tensor in a layout of their own (they have no weights).
+
+Nodes have a role: WEIGHTED (CONV/FC, states = Type-I, II, III) or MERGE (residual add/concat,
+states = layouts ROWS, COLS, FULL).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ROWS, COLS, FULL = 0, 1, 2
+TYPE_I, TYPE_II, TYPE_III = 0, 1, 2
+WEIGHTED, MERGE = 0, 1
+TYPE_NAMES = ("I", "II", "III")
+LAYOUT_NAMES = ("batch", "channel", "replicated")
+
+# Layout of each tensor per (role, state): AccPar §3.2, note §1.4 table.
+F_OUT = np.array([[ROWS, FULL, COLS], [ROWS, COLS, FULL]])  # F_{l+1} as produced
+F_IN = np.array([[ROWS, COLS, FULL], [ROWS, COLS, FULL]])  # F_l as needed
+E_OUT = np.array([[ROWS, COLS, FULL], [ROWS, COLS, FULL]])  # E_l as produced (psum reduced)
+E_IN = np.array([[ROWS, FULL, COLS], [ROWS, COLS, FULL]])  # E_{l+1} as needed
+
+# Which dimension a state splits, per (role, state): (batch, in-channels, out-channels).
+SPLITS_BATCH = np.array([[True, False, False], [True, False, False]])
+SPLITS_IN = np.array([[False, True, False], [False, True, False]])
+SPLITS_OUT = np.array([[False, False, True], [False, True, False]])
+
+
+def missing(have: np.ndarray, need: np.ndarray, share) -> np.ndarray:
+    """Fraction of a tensor a side with ``share`` lacks when it has layout ``have``, needs ``need``."""
+    rest = 1.0 - np.asarray(share, float)
+    cross = ((have == ROWS) & (need == COLS)) | ((have == COLS) & (need == ROWS))
+    to_full = (need == FULL) & (have != FULL)
+    return np.where(cross, share * rest, 0.0) + np.where(to_full, rest, 0.0)
+
+
+def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
+    """Table 5 as a fraction of A(F_{l+1}) = A(E_{l+1}), for the side with ``share``."""
+    forward = missing(F_OUT[role_u, state_u], F_IN[role_v, state_v], share)
+    backward = missing(E_OUT[role_v, state_v], E_IN[role_u, state_u], share)
+    return forward + backward
+
+
+def intra_elements(role, state, batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
+    """Table 4: the full partial-sum tensor each side fetches (independent of the share)."""
+    weights = d_in * d_out * kernel  # Type-I: A(W_l), gradient phase (Eq. 4)
+    outputs = batch * d_out * s_out  # Type-II: A(F_{l+1}), forward phase (Eq. 5)
+    errors = batch * d_in * s_in  # Type-III: A(E_l), backward phase (Eq. 6)
+    amount = np.where(state == TYPE_I, weights, np.where(state == TYPE_II, outputs, errors))
+    return np.where(role == WEIGHTED, amount, 0.0)
+
+
+def table6_flops(batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
+    """Table 6 with the CONV rule of §4.3: forward + backward + gradient FLOPs of a whole layer."""
+    forward = batch * d_out * s_out * (2 * d_in * kernel - 1)  # A(F_{l+1})·(2·D_i·k − 1)
+    backward = batch * d_in * s_in * (2 * d_out * kernel - 1)  # A(E_l)·(2·D_o·k − 1)
+    gradient = d_in * d_out * kernel * (2 * batch * s_out - 1)  # A(W_l)·(2·B·HoWo − 1)
+    return forward + backward + gradient

@@ -1,0 +1,290 @@
+"""Transformer configurations: exact parameter counts, per-block FLOPs and Megatron message sizes.
+
+The pipelining unit is the **Megatron block** (seed note §5 D1): a column-parallel → row-parallel
+pair with one compute op and one All-Reduce per direction (Megatron's f/g operators, note §1.1):
+
+- ``self_attn``  : Q,K,V column-parallel, output linear row-parallel;
+- ``cross_attn`` : Q (from the decoder) and K,V (from the encoder output) column-parallel,
+  output linear row-parallel;
+- ``ffn``        : W1 column-parallel, W2 row-parallel (paper Eq. 2).
+
+An encoder layer is (self_attn, ffn); a decoder layer of an encoder-decoder model is
+(self_attn, cross_attn, ffn); a decoder-only layer is (self_attn, ffn). The forward chain is all
+encoder blocks then all decoder blocks; the backward chain is its reverse.
+
+What is counted
+---------------
+``params`` counts every trainable tensor: token embeddings (one matrix per vocabulary; an
+encoder-decoder has a source and a target matrix unless ``shared_embeddings``), learned position
+embeddings (``max_positions`` rows, 0 = sinusoidal), token-type embeddings, every linear weight and
+(if ``bias``) its bias, one LayerNorm per block (``norm_params`` values per channel: 2 = γ and β),
+an embedding LayerNorm (BERT), one final LayerNorm per stack (pre-LN models), the BERT pooler
+(dense d×d + bias). The output projection is tied to the (target) token embedding and adds nothing
+when ``tied_output``; otherwise it adds d·vocab (+ vocab bias if ``bias``).
+
+FLOPs are matrix-multiply FLOPs only (2 per multiply-accumulate); softmax, LayerNorm, residual and
+activation element-wise work is left to the efficiency curve of the compute model. Attention
+scores and the attention-weighted sum are counted in full (causal masking does not halve the
+work in standard kernels). Backward FLOPs = ``bwd_factor`` × forward (default 2: dX and dW for
+every weight GEMM, and both operand gradients for the two attention GEMMs).
+
+Message sizes are elements (multiply by bytes per element at the cost-model level). Forward: the
+row-parallel output [b, S, d_model] (Megatron's g operator). Backward: the block-input gradient
+[b, S, d_model] (Megatron's f operator); a cross-attention block additionally All-Reduces the
+gradient of the encoder output [b, S_src, d_model] (the f operator in front of its K,V linear),
+fused into the same message when ``cross_kv_grad`` (default True, Megatron's behaviour).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Kind = Literal["encoder", "decoder", "decoder-only", "encoder-decoder"]
+BlockKind = Literal["self_attn", "cross_attn", "ffn"]
+
+
+@dataclass(frozen=True)
+class Block:
+    """One Megatron block of the layer chain; all sizes are per sample (scale linearly in batch)."""
+
+    index: int  # position in the forward chain
+    layer: int  # transformer layer index within its stack
+    stack: Literal["enc", "dec"]
+    kind: BlockKind
+    tokens: int  # rows of the block's GEMMs per sample (= its query sequence length)
+    flops_fwd: float  # forward FLOPs per sample (whole model, before the split over devices)
+    flops_bwd: float  # backward FLOPs per sample
+    msg_fwd: int  # forward All-Reduce elements per sample
+    msg_bwd: int  # backward All-Reduce elements per sample
+    mask_source: int  # index of the self_attn block whose attention scores drive the token mask (note D10)
+    params: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.stack}{self.layer}.{self.kind}"
+
+    @property
+    def computes_mask(self) -> bool:
+        """True when this block's attention produces the token mask (its ``An`` is All-Reduced)."""
+        return self.mask_source == self.index
+
+
+@dataclass(frozen=True)
+class BlockArrays:
+    """Per-block arrays in forward chain order (length L = number of blocks), per sample."""
+
+    names: tuple[str, ...]
+    tokens: np.ndarray
+    flops_fwd: np.ndarray
+    flops_bwd: np.ndarray
+    msg_fwd: np.ndarray
+    msg_bwd: np.ndarray
+    computes_mask: np.ndarray  # bool
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """A transformer; ``layers`` is the encoder (or only) stack depth, ``decoder_layers`` the decoder's."""
+
+    name: str
+    kind: Kind
+    layers: int
+    d_model: int
+    heads: int
+    head_dim: int
+    d_ff: int
+    seq_len: int
+    vocab: int
+    decoder_layers: int = 0  # encoder-decoder only
+    src_seq_len: int | None = None  # cross-attention memory length; None = seq_len
+    max_positions: int = 0  # learned position-embedding rows (0 = sinusoidal, no parameters)
+    type_vocab: int = 0  # token-type (segment) embedding rows (BERT: 2)
+    bias: bool = True  # biases on every linear
+    norm_params: int = 2  # parameters per channel of each LayerNorm (γ, β)
+    embedding_norm: bool = False  # LayerNorm after the embeddings (BERT)
+    final_norm: bool = False  # one final LayerNorm per stack (pre-LN models)
+    pooler: bool = False  # BERT pooler dense d×d + bias
+    tied_output: bool = True  # output projection shares the (target) embedding matrix
+    shared_embeddings: bool = False  # encoder-decoder: one matrix for source and target
+    lm_head: bool = True  # the output projection to the vocabulary is computed (FLOPs)
+    cross_kv_grad: bool = True  # cross-attn bwd All-Reduce also carries d(encoder output)
+    bwd_factor: float = 2.0  # backward FLOPs / forward FLOPs
+
+    def __post_init__(self):
+        if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
+            raise ValueError(f"unknown transformer kind {self.kind!r}")
+        if self.kind == "encoder-decoder" and self.decoder_layers <= 0:
+            raise ValueError("an encoder-decoder config needs decoder_layers > 0")
+
+    # ---- shapes -------------------------------------------------------------------------------
+    @property
+    def inner(self) -> int:
+        """Attention inner width heads × head_dim (paper Table 2: d_k = d_v = 128)."""
+        return self.heads * self.head_dim
+
+    @property
+    def src_len(self) -> int:
+        return self.seq_len if self.src_seq_len is None else self.src_seq_len
+
+    @property
+    def causal(self) -> bool:
+        return self.kind in ("decoder", "decoder-only")
+
+    def _stacks(self) -> list[tuple[str, int, tuple[BlockKind, ...]]]:
+        enc = ("self_attn", "ffn")
+        dec = ("self_attn", "cross_attn", "ffn")
+        if self.kind == "encoder":
+            return [("enc", self.layers, enc)]
+        if self.kind == "decoder-only":
+            return [("dec", self.layers, enc)]
+        if self.kind == "decoder":
+            return [("dec", self.layers, dec)]
+        return [("enc", self.layers, enc), ("dec", self.decoder_layers, dec)]
+
+    # ---- parameters -----------------------------------------------------------------------------
+    def _block_params(self, kind: BlockKind) -> int:
+        d, a, b = self.d_model, self.inner, int(self.bias)
+        norm = self.norm_params * d  # one LayerNorm per block
+        if kind == "ffn":
+            return d * self.d_ff + b * self.d_ff + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2
+        return 3 * (d * a + b * a) + a * d + b * d + norm  # Q,K,V and output linears (Eq. 1)
+
+    def param_breakdown(self) -> dict[str, int]:
+        """Trainable parameters by component (see the module docstring for what is counted)."""
+        d = self.d_model
+        n_emb = 1 if self.kind != "encoder-decoder" or self.shared_embeddings else 2
+        out = {
+            "token_embeddings": n_emb * self.vocab * d,
+            "position_embeddings": self.max_positions * d,
+            "type_embeddings": self.type_vocab * d,
+            "embedding_norm": self.norm_params * d if self.embedding_norm else 0,
+            "blocks": sum(self._block_params(k) for _, n, kinds in self._stacks() for k in kinds * n),
+            "final_norms": self.norm_params * d * len(self._stacks()) if self.final_norm else 0,
+            "pooler": d * d + d if self.pooler else 0,
+            "output_head": 0 if self.tied_output else d * self.vocab + int(self.bias) * self.vocab,
+        }
+        return out
+
+    @property
+    def params(self) -> int:
+        return sum(self.param_breakdown().values())
+
+    # ---- blocks ---------------------------------------------------------------------------------
+    def _block_flops_fwd(self, kind: BlockKind, stack: str) -> float:
+        d, a = self.d_model, self.inner
+        s = self.seq_len
+        if kind == "ffn":
+            return 2.0 * s * d * self.d_ff * 2  # Eq. 2: two GEMMs
+        if kind == "self_attn":
+            proj = 2.0 * s * d * 3 * a + 2.0 * s * a * d  # QKV + output projection
+            return proj + 2 * 2.0 * s * s * a  # Eq. 1: Q·K^T and softmax(.)·V
+        m = self.src_len
+        proj = 2.0 * s * d * a + 2.0 * m * d * 2 * a + 2.0 * s * a * d  # Q, K/V of memory, output
+        return proj + 2 * 2.0 * s * m * a  # Eq. 1 with keys from the encoder
+
+    def blocks(self) -> tuple[Block, ...]:
+        """The forward chain of Megatron blocks."""
+        out: list[Block] = []
+        d = self.d_model
+        for stack, n, kinds in self._stacks():
+            for layer in range(n):
+                mask_src = len(out)  # the layer's self_attn drives its token mask (note D10)
+                for kind in kinds:
+                    f = self._block_flops_fwd(kind, stack)
+                    extra = self.src_len * d if (kind == "cross_attn" and self.cross_kv_grad) else 0
+                    out.append(Block(index=len(out), layer=layer, stack=stack, kind=kind,
+                                     tokens=self.seq_len, flops_fwd=f, flops_bwd=self.bwd_factor * f,
+                                     msg_fwd=self.seq_len * d, msg_bwd=self.seq_len * d + extra,
+                                     mask_source=mask_src, params=self._block_params(kind)))
+        return tuple(out)
+
+    def arrays(self) -> BlockArrays:
+        bl = self.blocks()
+        return BlockArrays(
+            names=tuple(b.name for b in bl),
+            tokens=np.array([b.tokens for b in bl], dtype=np.float64),
+            flops_fwd=np.array([b.flops_fwd for b in bl]),
+            flops_bwd=np.array([b.flops_bwd for b in bl]),
+            msg_fwd=np.array([b.msg_fwd for b in bl], dtype=np.float64),
+            msg_bwd=np.array([b.msg_bwd for b in bl], dtype=np.float64),
+            computes_mask=np.array([b.computes_mask for b in bl], dtype=bool),
+        )
+
+    @property
+    def n_blocks(self) -> int:
+        return sum(n * len(kinds) for _, n, kinds in self._stacks())
+
+    def head_flops_fwd(self) -> float:
+        """Output projection to the vocabulary, per sample (0 when ``lm_head`` is False)."""
+        return 2.0 * self.seq_len * self.d_model * self.vocab if self.lm_head else 0.0
+
+    def flops_fwd(self) -> float:
+        """Whole-model forward FLOPs per sample (blocks + output head)."""
+        return float(sum(b.flops_fwd for b in self.blocks())) + self.head_flops_fwd()
+
+    def with_(self, **changes) -> "TransformerConfig":
+        return dataclasses.replace(self, **changes)
+
+
+# ---- presets --------------------------------------------------------------------------------------
+
+def _tf(name: str, heads: int, d_ff: int) -> TransformerConfig:
+    # AccTFM Table 2 (models from Mesh-TensorFlow [24]); d_model, depth, vocab inferred (note §4.2):
+    # d_model 1024, 6 + 6 layers, d_k = d_v = 128, 32k (2^15) vocab with separate source/target
+    # matrices, target tied to the softmax, no biases, pre-LN with a final norm per stack.
+    # Gives 0.243/0.419/0.772/1.476 B; a 32000 vocabulary would round TF64 to 1.47, not 1.48.
+    # seq_len is not reported: 256 is an assumption (note §6.1 sketch).
+    return TransformerConfig(name=name, kind="encoder-decoder", layers=6, decoder_layers=6,
+                             d_model=1024, heads=heads, head_dim=128, d_ff=d_ff, seq_len=256,
+                             vocab=32768, bias=False, final_norm=True)
+
+
+TF8 = _tf("TF8", 8, 4096)
+TF16 = _tf("TF16", 16, 8192)
+TF32 = _tf("TF32", 32, 16384)
+TF64 = _tf("TF64", 64, 32768)
+
+# Paper Table 2: parameters in billions, and batch sizes.
+PAPER_PARAMS_B = {"TF8": 0.24, "TF16": 0.42, "TF32": 0.77, "TF64": 1.48}
+PAPER_BATCH = {"TF8": 128, "TF16": 128, "TF32": 128, "TF64": 64}
+
+
+def _bert(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
+    # HF BertModel (bert-*-uncased): 30522 vocab, 512 positions, 2 token types, post-LN, pooler.
+    return TransformerConfig(name=name, kind="encoder", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=4 * d, seq_len=512, vocab=30522,
+                             max_positions=512, type_vocab=2, embedding_norm=True, pooler=True,
+                             lm_head=False)
+
+
+BERT_BASE = _bert("bert-base", 12, 768, 12)
+BERT_LARGE = _bert("bert-large", 24, 1024, 16)
+
+
+def _gpt2(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
+    # HF GPT2Model/GPT2LMHeadModel: 50257 vocab, 1024 positions, pre-LN + ln_f, tied head.
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=4 * d, seq_len=1024, vocab=50257,
+                             max_positions=1024, final_norm=True)
+
+
+GPT2_SMALL = _gpt2("gpt2", 12, 768, 12)
+GPT2_MEDIUM = _gpt2("gpt2-medium", 24, 1024, 16)
+GPT2_LARGE = _gpt2("gpt2-large", 36, 1280, 20)
+GPT2_XL = _gpt2("gpt2-xl", 48, 1600, 25)
+
+PRESETS: dict[str, TransformerConfig] = {
+    c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
+                        GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL)
+}
+
+
+def preset(name: str, **overrides) -> TransformerConfig:
+    """A preset by name (e.g. ``"TF8"``, ``"gpt2-xl"``), with field overrides such as seq_len."""
+    if name not in PRESETS:
+        raise KeyError(f"unknown transformer preset {name!r}; valid: {', '.join(PRESETS)}")
+    return dataclasses.replace(PRESETS[name], **overrides) if overrides else PRESETS[name]

@@ -1,0 +1,25 @@
+"""Built-in hardware plugin: accelerator presets and topology builders.
+
+Accelerators (sources in :mod:`optmap.plugins.hardware.accelerators`): ``tpu-v2``, ``tpu-v3``
+(AccPar Table 7 and Sec. 6.1), ``v100``, ``a100``, ``titan-rtx`` (NVIDIA datasheets).
+
+Topologies (:mod:`optmap.plugins.hardware.topologies`): ``fully-connected``, ``ring``, ``chain``,
+``mesh2d``, ``torus2d``, ``hierarchical``. Problem-file options use Gb/s (``*_gbps``, G = 1e9
+bit/s) for bandwidth and µs (``*_us``) for latency.
+"""
+
+from optmap.hookspecs import hookimpl
+from optmap.plugins.hardware.accelerators import PRESETS
+from optmap.plugins.hardware.topologies import TOPOLOGIES
+
+
+@hookimpl
+def optmap_register_accelerators(register):
+    for name, accelerator in PRESETS.items():
+        register(name, accelerator)
+
+
+@hookimpl
+def optmap_register_topologies(register):
+    for name, build in TOPOLOGIES.items():
+        register(name, build)

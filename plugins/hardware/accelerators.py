@@ -1,0 +1,86 @@
+"""Accelerator presets with sourced numbers (SI inside; conversions named in optmap.units).
+
+Capacities are binary (GiB): HBM/GDDR parts marketed as "32 GB" hold 32 GiB. Bandwidths follow the
+datasheet's unit: memory and NVLink in GB/s (bytes), networks in Gb/s (bits, G = 1e9).
+"""
+
+from __future__ import annotations
+
+from optmap.system import Accelerator
+from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes, tflops_to_flops
+
+# AccPar (Song et al., HPCA 2020) Table 7, "TPU-v2" column: 180 TFLOPS, 64 GB HBM, 2400 GB/s; one
+# accelerator is a board of 4 chips x 2 cores. Network: Sec. 6.1 sets 8 Gb/s per TPU-v2 (= 1e9 B/s).
+# Data format bfloat16, so the peak is listed for bf16 only. No power figure is given.
+TPU_V2 = Accelerator(
+    name="tpu-v2",
+    peak_flops={"bf16": tflops_to_flops(180)},
+    memory_bytes=gib_to_bytes(64),
+    memory_bandwidth=gBps_to_bytes_per_s(2400),
+    network_bandwidth=gbps_to_bytes_per_s(8),
+    description="TPU-v2 board (4 chips x 2 cores), AccPar Table 7; network 8 Gb/s (AccPar Sec. 6.1)",
+)
+
+# AccPar Table 7, "TPU-v3" column: 420 TFLOPS, 128 GB HBM. The memory bandwidth 4800 GB/s is the
+# paper's own assumption (Table 7 marks the real figure "not available"). Network: Sec. 6.1 sets
+# 16 Gb/s per TPU-v3 (= 2e9 B/s).
+TPU_V3 = Accelerator(
+    name="tpu-v3",
+    peak_flops={"bf16": tflops_to_flops(420)},
+    memory_bytes=gib_to_bytes(128),
+    memory_bandwidth=gBps_to_bytes_per_s(4800),
+    network_bandwidth=gbps_to_bytes_per_s(16),
+    description=(
+        "TPU-v3 board (4 chips x 2 cores), AccPar Table 7; memory bandwidth 4800 GB/s is AccPar's "
+        "assumption; network 16 Gb/s (AccPar Sec. 6.1)"
+    ),
+)
+
+# NVIDIA Tesla V100 datasheet (SXM2, 32 GB): 125 TFLOPS fp16 tensor, 15.7 TFLOPS fp32,
+# 7.8 TFLOPS fp64, 32 GB HBM2 at 900 GB/s, NVLink 300 GB/s (aggregate per GPU), 300 W.
+V100 = Accelerator(
+    name="v100",
+    peak_flops={
+        "fp16": tflops_to_flops(125),
+        "fp32": tflops_to_flops(15.7),
+        "fp64": tflops_to_flops(7.8),
+    },
+    memory_bytes=gib_to_bytes(32),
+    memory_bandwidth=gBps_to_bytes_per_s(900),
+    network_bandwidth=gBps_to_bytes_per_s(300),
+    power_watts=300,
+    description="NVIDIA V100 SXM2 32 GB (datasheet); network = NVLink 300 GB/s aggregate",
+)
+
+# NVIDIA A100 datasheet (80 GB SXM): 312 TFLOPS bf16/fp16 tensor (dense), 156 TFLOPS tf32 tensor,
+# 19.5 TFLOPS fp32, 19.5 TFLOPS fp64 tensor, 80 GB HBM2e at 2039 GB/s, NVLink 600 GB/s, 400 W.
+A100 = Accelerator(
+    name="a100",
+    peak_flops={
+        "bf16": tflops_to_flops(312),
+        "fp16": tflops_to_flops(312),
+        "tf32": tflops_to_flops(156),
+        "fp32": tflops_to_flops(19.5),
+        "fp64": tflops_to_flops(19.5),
+    },
+    memory_bytes=gib_to_bytes(80),
+    memory_bandwidth=gBps_to_bytes_per_s(2039),
+    network_bandwidth=gBps_to_bytes_per_s(600),
+    power_watts=400,
+    description="NVIDIA A100 SXM 80 GB (datasheet, dense); network = NVLink 600 GB/s aggregate",
+)
+
+# NVIDIA TITAN RTX specifications: 130 TFLOPS fp16 tensor, 16.3 TFLOPS fp32, 24 GB GDDR6 at
+# 672 GB/s, 280 W. A workstation card has no system network: the 10 Gb/s Ethernet default is an
+# assumption (override with a custom accelerator or a topology bandwidth option).
+TITAN_RTX = Accelerator(
+    name="titan-rtx",
+    peak_flops={"fp16": tflops_to_flops(130), "fp32": tflops_to_flops(16.3)},
+    memory_bytes=gib_to_bytes(24),
+    memory_bandwidth=gBps_to_bytes_per_s(672),
+    network_bandwidth=gbps_to_bytes_per_s(10),
+    power_watts=280,
+    description="NVIDIA TITAN RTX (spec sheet); network 10 Gb/s Ethernet (assumption)",
+)
+
+PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX)}

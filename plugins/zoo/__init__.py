@@ -1,0 +1,16 @@
+"""Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152)."""
+
+from optmap.hookspecs import hookimpl
+from optmap.plugins.zoo.models import (
+    MODELS, alexnet, lenet, resnet18, resnet34, resnet50, resnet101, resnet152, vgg11, vgg13, vgg16, vgg19,
+)
+
+__all__ = ["MODELS", "alexnet", "lenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+           "vgg11", "vgg13", "vgg16", "vgg19"]
+
+
+@hookimpl
+def optmap_register_workloads(register):
+    """Register every zoo builder under its function name (e.g. ``"vgg16"``)."""
+    for name, build in MODELS.items():
+        register(name, build)

@@ -1,0 +1,194 @@
+"""Exact torchvision architectures (and LeNet-5) as optmap Workloads, with torchvision's layer names.
+
+Layers that torchvision applies functionally or reuses (``torch.flatten``, a block's single
+``relu`` module, the residual ``+=``) get their own names here: ``flatten``, ``relu1``/``relu2``/...
+and ``add``. ResNet bottlenecks put the stride on the 3x3 conv (torchvision's "ResNet v1.5").
+"""
+
+from optmap.workload import Workload, WorkloadBuilder
+
+VGG_CFGS: dict[str, list[int | str]] = {  # torchvision.models.vgg cfgs "A", "B", "D", "E"
+    "vgg11": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg13": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "vgg16": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
+    "vgg19": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M",
+              512, 512, 512, 512, "M"],
+}
+RESNET_CFGS: dict[str, tuple[str, list[int]]] = {  # block kind and blocks per stage
+    "resnet18": ("basic", [2, 2, 2, 2]),
+    "resnet34": ("basic", [3, 4, 6, 3]),
+    "resnet50": ("bottleneck", [3, 4, 6, 3]),
+    "resnet101": ("bottleneck", [3, 4, 23, 3]),
+    "resnet152": ("bottleneck", [3, 8, 36, 3]),
+}
+
+
+def lenet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 28,
+          num_classes: int = 10) -> Workload:
+    """LeNet-5 (LeCun et al. 1998) on 1x28x28 MNIST: conv1 pads by 2 so the maps are the classic 28/14/10/5.
+
+    ReLU and max pooling replace tanh and trainable subsampling (the usual PyTorch rendering);
+    61,706 parameters at the defaults.
+    """
+    b = WorkloadBuilder("lenet", (1, image_size, image_size))
+    x = b.conv2d("input", 6, 5, padding=2, name="conv1")
+    x = b.activation(x, name="relu1")
+    x = b.maxpool2d(x, 2, name="pool1")
+    x = b.conv2d(x, 16, 5, name="conv2")
+    x = b.activation(x, name="relu2")
+    x = b.maxpool2d(x, 2, name="pool2")
+    x = b.flatten(x, name="flatten")
+    x = b.linear(x, 120, name="fc1")
+    x = b.activation(x, name="relu3")
+    x = b.linear(x, 84, name="fc2")
+    x = b.activation(x, name="relu4")
+    b.linear(x, num_classes, name="fc3")
+    return b.build(batch, dtype, phase)
+
+
+def alexnet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+            num_classes: int = 1000) -> Workload:
+    """torchvision AlexNet (the one-weird-trick variant: 64/192/384/256/256 channels)."""
+    b = WorkloadBuilder("alexnet", (3, image_size, image_size))
+    x = b.conv2d("input", 64, 11, stride=4, padding=2, name="features.0")
+    x = b.activation(x, name="features.1")
+    x = b.maxpool2d(x, 3, stride=2, name="features.2")
+    x = b.conv2d(x, 192, 5, padding=2, name="features.3")
+    x = b.activation(x, name="features.4")
+    x = b.maxpool2d(x, 3, stride=2, name="features.5")
+    for i, channels in zip((6, 8, 10), (384, 256, 256)):
+        x = b.conv2d(x, channels, 3, padding=1, name=f"features.{i}")
+        x = b.activation(x, name=f"features.{i + 1}")
+    x = b.maxpool2d(x, 3, stride=2, name="features.12")
+    x = b.adaptive_avgpool2d(x, 6, name="avgpool")
+    x = b.flatten(x, name="flatten")
+    x = b.dropout(x, name="classifier.0")
+    x = b.linear(x, 4096, name="classifier.1")
+    x = b.activation(x, name="classifier.2")
+    x = b.dropout(x, name="classifier.3")
+    x = b.linear(x, 4096, name="classifier.4")
+    x = b.activation(x, name="classifier.5")
+    b.linear(x, num_classes, name="classifier.6")
+    return b.build(batch, dtype, phase)
+
+
+def _vgg(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
+    """torchvision VGG without batch norm."""
+    b = WorkloadBuilder(arch, (3, image_size, image_size))
+    x, i = "input", 0
+    for v in VGG_CFGS[arch]:
+        if v == "M":
+            x = b.maxpool2d(x, 2, stride=2, name=f"features.{i}")
+            i += 1
+        else:
+            x = b.conv2d(x, v, 3, padding=1, name=f"features.{i}")
+            x = b.activation(x, name=f"features.{i + 1}")
+            i += 2
+    x = b.adaptive_avgpool2d(x, 7, name="avgpool")
+    x = b.flatten(x, name="flatten")
+    x = b.linear(x, 4096, name="classifier.0")
+    x = b.activation(x, name="classifier.1")
+    x = b.dropout(x, name="classifier.2")
+    x = b.linear(x, 4096, name="classifier.3")
+    x = b.activation(x, name="classifier.4")
+    x = b.dropout(x, name="classifier.5")
+    b.linear(x, num_classes, name="classifier.6")
+    return b.build(batch, dtype, phase)
+
+
+def vgg11(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+          num_classes: int = 1000) -> Workload:
+    """torchvision VGG-11 (configuration A, no batch norm)."""
+    return _vgg("vgg11", batch, dtype, phase, image_size, num_classes)
+
+
+def vgg13(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+          num_classes: int = 1000) -> Workload:
+    """torchvision VGG-13 (configuration B, no batch norm)."""
+    return _vgg("vgg13", batch, dtype, phase, image_size, num_classes)
+
+
+def vgg16(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+          num_classes: int = 1000) -> Workload:
+    """torchvision VGG-16 (configuration D, no batch norm)."""
+    return _vgg("vgg16", batch, dtype, phase, image_size, num_classes)
+
+
+def vgg19(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+          num_classes: int = 1000) -> Workload:
+    """torchvision VGG-19 (configuration E, no batch norm)."""
+    return _vgg("vgg19", batch, dtype, phase, image_size, num_classes)
+
+
+def _conv_bn(b: WorkloadBuilder, x: str, out: int, kernel: int, stride: int, prefix: str, i: int | str) -> str:
+    """conv{i} (no bias, 'same' padding) followed by bn{i}."""
+    x = b.conv2d(x, out, kernel, stride=stride, padding=kernel // 2, bias=False, name=f"{prefix}.conv{i}")
+    return b.batchnorm2d(x, name=f"{prefix}.bn{i}")
+
+
+def _resnet(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
+    """torchvision ResNet: BasicBlock or Bottleneck stages, 1x1-conv + BN downsample shortcuts."""
+    kind, depths = RESNET_CFGS[arch]
+    expansion = 1 if kind == "basic" else 4
+    b = WorkloadBuilder(arch, (3, image_size, image_size))
+    x = b.conv2d("input", 64, 7, stride=2, padding=3, bias=False, name="conv1")
+    x = b.batchnorm2d(x, name="bn1")
+    x = b.activation(x, name="relu")
+    x = b.maxpool2d(x, 3, stride=2, padding=1, name="maxpool")
+    in_ch = 64
+    for stage, (planes, depth) in enumerate(zip((64, 128, 256, 512), depths), start=1):
+        for j in range(depth):
+            p = f"layer{stage}.{j}"
+            stride = 2 if stage > 1 and j == 0 else 1
+            if kind == "basic":
+                y = b.activation(_conv_bn(b, x, planes, 3, stride, p, 1), name=f"{p}.relu1")
+                y = _conv_bn(b, y, planes, 3, 1, p, 2)
+            else:
+                y = b.activation(_conv_bn(b, x, planes, 1, 1, p, 1), name=f"{p}.relu1")
+                y = b.activation(_conv_bn(b, y, planes, 3, stride, p, 2), name=f"{p}.relu2")
+                y = _conv_bn(b, y, planes * expansion, 1, 1, p, 3)
+            shortcut = x
+            if stride != 1 or in_ch != planes * expansion:
+                shortcut = b.conv2d(x, planes * expansion, 1, stride=stride, bias=False, name=f"{p}.downsample.0")
+                shortcut = b.batchnorm2d(shortcut, name=f"{p}.downsample.1")
+            x = b.add(y, shortcut, name=f"{p}.add")
+            x = b.activation(x, name=f"{p}.relu{2 if kind == 'basic' else 3}")
+            in_ch = planes * expansion
+    x = b.adaptive_avgpool2d(x, 1, name="avgpool")
+    x = b.flatten(x, name="flatten")
+    b.linear(x, num_classes, name="fc")
+    return b.build(batch, dtype, phase)
+
+
+def resnet18(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+             num_classes: int = 1000) -> Workload:
+    """torchvision ResNet-18 (BasicBlock x [2, 2, 2, 2])."""
+    return _resnet("resnet18", batch, dtype, phase, image_size, num_classes)
+
+
+def resnet34(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+             num_classes: int = 1000) -> Workload:
+    """torchvision ResNet-34 (BasicBlock x [3, 4, 6, 3])."""
+    return _resnet("resnet34", batch, dtype, phase, image_size, num_classes)
+
+
+def resnet50(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+             num_classes: int = 1000) -> Workload:
+    """torchvision ResNet-50 (Bottleneck x [3, 4, 6, 3], stride on the 3x3 conv)."""
+    return _resnet("resnet50", batch, dtype, phase, image_size, num_classes)
+
+
+def resnet101(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+              num_classes: int = 1000) -> Workload:
+    """torchvision ResNet-101 (Bottleneck x [3, 4, 23, 3])."""
+    return _resnet("resnet101", batch, dtype, phase, image_size, num_classes)
+
+
+def resnet152(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
+              num_classes: int = 1000) -> Workload:
+    """torchvision ResNet-152 (Bottleneck x [3, 8, 36, 3])."""
+    return _resnet("resnet152", batch, dtype, phase, image_size, num_classes)
+
+
+MODELS = {f.__name__: f for f in (lenet, alexnet, vgg11, vgg13, vgg16, vgg19,
+                                  resnet18, resnet34, resnet50, resnet101, resnet152)}
