@@ -49,7 +49,7 @@ def layer_table(result: SearchResult) -> Table | None:
     rows = result.report.layers
     decision_keys = list(dict.fromkeys(key for row in rows for key in row.decisions))
     table = Table(title="per-layer mapping")
-    table.add_column("layer")
+    table.add_column("layer", no_wrap=True)
     for key in decision_keys:
         table.add_column(key, justify="center")
     table.add_column("compute s", justify="right")
@@ -78,4 +78,8 @@ def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False)
+    """A rich console; when output is not a terminal, wide enough that tables are not cut."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 220)
