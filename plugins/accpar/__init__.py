@@ -1,7 +1,7 @@
 """AccPar (Song et al., HPCA 2020): heterogeneous tensor partitioning, with the DP, OWT and HyPar baselines.
 
 Cost model ``accpar``; engines ``accpar`` (layer-wise DP with the heterogeneous share), ``hypar``,
-``owt`` and ``dp``; workloads ``alexnet-original`` and ``accpar-text`` (the authors' layer files).
+``owt`` and ``dp``; workloads ``alexnet-original``, ``lenet-caffe`` and ``accpar-text`` (the authors' layer files).
 """
 
 from optmap.hookspecs import hookimpl
@@ -10,6 +10,7 @@ from optmap.hookspecs import hookimpl
 @hookimpl
 def optmap_register_workloads(register):
     register("alexnet-original", "optmap.plugins.accpar.networks:alexnet_original")
+    register("lenet-caffe", "optmap.plugins.accpar.networks:lenet_caffe")
     register("accpar-text", "optmap.plugins.accpar.networks:accpar_text")
 
 

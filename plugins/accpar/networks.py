@@ -30,6 +30,17 @@ def alexnet_original(*, batch: int, dtype: str = "bf16", phase: str = "training"
     return b.build(batch, dtype, phase)
 
 
+def lenet_caffe(*, batch: int, dtype: str = "bf16", phase: str = "training", num_classes: int = 10) -> Workload:
+    """Caffe's LeNet on MNIST (conv 20, conv 50, fc 500, fc 10; 431,080 parameters), the "Lenet-c"
+    of HyPar (HPCA 2019) by the same group, which we take to be AccPar's Lenet."""
+    b = WorkloadBuilder("lenet-caffe", (1, 28, 28))
+    x = b.maxpool2d(b.conv2d("input", 20, 5, name="conv1"), 2, name="pool1")
+    x = b.maxpool2d(b.conv2d(x, 50, 5, name="conv2"), 2, name="pool2")
+    x = b.activation(b.linear(b.flatten(x, name="flatten"), 500, name="fc1"), name="relu1")
+    b.linear(x, num_classes, name="fc2")
+    return b.build(batch, dtype, phase)
+
+
 def _read(path: Path) -> list[tuple[int, str, str]]:
     try:
         lines = path.read_text().splitlines()

@@ -1,0 +1,1 @@
+"""Generic population and Bayesian search engines (pymoo, Optuna)."""
