@@ -317,6 +317,16 @@ class Workload:
         return dtype_bytes(self.dtype)
 
     # --- structural views ---------------------------------------------------------------------
+    def describe(self) -> list[dict[str, object]]:
+        """One row per layer for tables: op, output shape, parameters, training FLOPs at this batch."""
+        rows = []
+        for layer in self.layers():
+            flops = layer.flops(self.batch)
+            total = flops.forward if self.phase == "inference" else flops.total
+            rows.append({"layer": layer.name, "op": layer.op, "output": "x".join(map(str, layer.out_shape)),
+                         "params": layer.params, "GFLOP": total / 1e9})
+        return rows
+
     def is_chain(self) -> bool:
         """True when the weighted layers form a simple chain (no forks or merges)."""
         try:

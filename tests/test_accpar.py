@@ -191,3 +191,17 @@ def test_memory_that_does_not_fit_is_infeasible():
     model = AccParCostModel(_fc_chain(), _system((tiny, 2)), check_memory=True)
     report = model.evaluate(model.space.decode(np.zeros(len(model.space))))
     assert not report.feasible and "GB per device" in report.reason
+
+
+def test_linear_share_scaling_changes_only_unequal_splits():
+    # share_scaling = "linear" (Eq. 10's linearity, note §6.3 a) scales a side's amounts by
+    # share / (1/2): equal-split plans (dp, owt, hypar) cost the same in both readings, and
+    # the network-balanced share 8 / (8 + 16) = 1/3 is where the two TPU-v2/v3 sides balance.
+    tables = paper_problem("vgg11", True)
+    spec = {**tables.spec, "cost": {"model": "accpar", "share_scaling": "linear"}}
+    linear = make_problem(spec)
+    for engine in ("dp", "owt", "hypar"):
+        assert solve(linear, engine=engine).values["time"] == pytest.approx(solve(tables, engine=engine).values["time"])
+    result = solve(linear, engine="accpar")
+    assert list(result.report.plan["shares"].values()) == [pytest.approx(1 / 3)]
+    assert result.values["time"] < solve(tables, engine="accpar").values["time"]

@@ -124,6 +124,7 @@ class _Class:
     d_in: np.ndarray
     d_out: np.ndarray
     share: np.ndarray  # this sub-array's share of the whole work
+    scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
 
 
 class AccParCostModel:
@@ -141,6 +142,7 @@ class AccParCostModel:
         combine: Literal["max", "sum"] = "max",
         flops: Literal["table6", "2mac"] = "table6",
         overlap: bool = False,
+        share_scaling: Literal["tables", "linear"] = "tables",
         ratio_steps: int = 60,
         check_memory: bool = True,
         weight_copies: int = 3,
@@ -149,7 +151,11 @@ class AccParCostModel:
         bandwidth (Eq. 7, b_i), its partner's (Fig. 2 text, b_j) or the smaller; ``combine`` takes
         the slower side per node and edge ("max", synchronous) or adds both sides ("sum", one
         shared link); ``flops`` counts Table 6 (2P-1 per output) or 2·MACs per product;
-        ``overlap`` takes max(compute, comm) instead of Eq. 9's sum; ``ratio_steps`` is the grid
+        ``overlap`` takes max(compute, comm) instead of Eq. 9's sum; ``share_scaling`` (note
+        §6.3): "tables" evaluates each side's true amounts at its share (Table 4 does not shrink
+        with it, Table 5 is quadratic), "linear" takes §5.3 literally — a side's communication,
+        at its split and in its whole sub-array below, is its equal-split amount scaled by
+        share / (1/2), as Eq. 10 assumes; ``ratio_steps`` is the grid
         of the heterogeneous share (60 makes 0.3 and 1/3 exact); ``check_memory`` marks a mapping
         infeasible when a leaf's weights × ``weight_copies`` (weights, gradients, optimizer state)
         plus stored activations exceed its memory (the paper does not check capacity, §6.8)."""
@@ -159,7 +165,7 @@ class AccParCostModel:
             raise OptmapError(f"ratio_steps must be >= 2, got {ratio_steps}")
         self.workload, self.system = workload, system
         self.mode, self.bandwidth, self.combine = mode, bandwidth, combine
-        self.overlap, self.ratio_steps = overlap, ratio_steps
+        self.overlap, self.ratio_steps, self.share_scaling = overlap, ratio_steps, share_scaling
         self.check_memory, self.weight_copies = check_memory, weight_copies
         self.graph = block_graph(workload)
         self.hierarchy: Hierarchy = bisect(system)
@@ -216,17 +222,22 @@ class AccParCostModel:
         intra = intra_elements(g.role, state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
         received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
         results, next_dims = [], []
+        linear = self.share_scaling == "linear" and split.ratio is not None
         for side in range(1 if split.symmetric else 2):
             share = share0 if side == 0 else 1.0 - share0
-            inter = received * inter_fraction(g.role[g.edge_u], state_u, g.role[g.edge_v], state_v, share)
-            scale = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
-            results.append((intra, inter, intra * scale, inter * scale))
+            shape_share = 0.5 if linear else share  # "linear": amounts of the equal split...
+            weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
+            inter = received * inter_fraction(g.role[g.edge_u], state_u, g.role[g.edge_v], state_v, shape_share)
+            seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
+            side_intra, side_inter = intra * weight, inter * weight
+            results.append((side_intra, side_inter, side_intra * seconds, side_inter * seconds))
             if children:
                 next_dims.append(_Class(
-                    dims.batch * np.where(SPLITS_BATCH[g.role, state], share, 1.0),
-                    dims.d_in * np.where(SPLITS_IN[g.role, state], share, 1.0),
-                    dims.d_out * np.where(SPLITS_OUT[g.role, state], share, 1.0),
+                    dims.batch * np.where(SPLITS_BATCH[g.role, state], shape_share, 1.0),
+                    dims.d_in * np.where(SPLITS_IN[g.role, state], shape_share, 1.0),
+                    dims.d_out * np.where(SPLITS_OUT[g.role, state], shape_share, 1.0),
                     dims.share * share,
+                    weight,
                 ))
         pick = np.maximum if self.combine == "max" else np.add
         combined = results[0]

@@ -14,8 +14,9 @@ charged to the compute stream (note D6): ``kernel_s_per_elem`` × dense elements
 
 Communication (paper Eq. 3; note §1.1): one All-Reduce per block and direction, of the
 [B/K, S, d_model] activation (forward, Megatron's g) or input gradient (backward, Megatron's f).
-``allreduce_time(nbytes_array) -> seconds_array`` is a parameter so the host can plug in its
-collectives; ``alpha_beta_allreduce`` is a LOCAL DEFAULT (tests, standalone use). With token top-k
+``allreduce_time(nbytes_array) -> seconds_array`` is a parameter: the ``acctfm`` cost model
+(``model.py``) plugs in :func:`optmap.collectives.collective_time` on the problem's System;
+``alpha_beta_allreduce`` is a local stand-in for tests and standalone use. With token top-k
 the mask-computing (self-attention) block also All-Reduces ``An`` (B/K·S·4 bytes) as a separate
 collective in the forward pass (note D6); backward reuses the mask, so no ``An``.
 
@@ -29,8 +30,8 @@ uncompressed.
 Defaults follow the paper's testbed (§5.1: 4 × TITAN RTX, 10 Gbps Ethernet, recursive doubling).
 α is not reported: 50 µs is an assumption (note §6.1 sketch). Calibration caveat: with these
 physical defaults, TF8 at B = 128, S = 256 is far more communication-bound (Megatron idle ≈ 93 %)
-than the paper's Fig. 6 (59 %); matching the paper's ratios needs the host to calibrate
-(e.g. compute speed or bandwidth), which is outside this module.
+than the paper's Fig. 6 (59 %); docs/reproductions/acctfm.md reports these honest numbers and,
+clearly labelled, the bandwidth that would reproduce the paper's baseline idle rates.
 """
 
 from __future__ import annotations
@@ -117,8 +118,12 @@ def alpha_beta_allreduce(n_devices: int = 4, alpha: float = 50e-6, bandwidth: fl
 def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduce_time: AllReduceTime, *,
                     compute: ComputeModel = ComputeModel(), compression: Compression = Compression(),
                     ks: tuple[int, ...] = PS, bytes_per_elem: int = 4, include_head: bool = True,
-                    head_comm: bool = True) -> CostTables:
-    """Per-micro-batch compute/comm tables [L, len(ks)] of ``cfg``'s block chain (Alg. 1 line 1)."""
+                    head_comm: bool = True, backward: bool = True) -> CostTables:
+    """Per-micro-batch compute/comm tables [L, len(ks)] of ``cfg``'s block chain (Alg. 1 line 1).
+
+    ``backward=False`` (inference) leaves every backward entry at zero, so the backward pass and
+    its serial extras cost nothing and a schedule's backward columns are immaterial.
+    """
     bad = [k for k in ks if batch % k]
     if bad:  # note D17: equal splits only, as in the paper (B = 128 or 64)
         raise ValueError(f"batch {batch} is not divisible by micro-batch counts {bad}")
@@ -143,7 +148,7 @@ def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduc
         t = np.asarray(allreduce_time(x.ravel()), float).reshape(x.shape)
         return np.where(x > 0, t, 0.0)
 
-    kern = comp.kernel_s_per_elem if comp.active else 0.0
+    kern = comp.kernel_s_per_elem if (sparse or quant) else 0.0  # no kernels when nothing is compressed
     bf, dense_f = data_bytes(a.msg_fwd)
     bb, dense_b = data_bytes(a.msg_bwd)
     tcp_f = compute.time(a.flops_fwd[:, None] * b, rows, n_devices) + kern * dense_f
@@ -156,16 +161,18 @@ def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduc
     if include_head and cfg.lm_head:
         hf = cfg.head_flops_fwd() * batch
         scp_f = float(compute.time(hf, batch * cfg.seq_len, n_devices))
-        scp_b = float(compute.time(cfg.bwd_factor * hf, batch * cfg.seq_len, n_devices))
+        scp_b = float(compute.time(cfg.bwd_factor * hf, batch * cfg.seq_len, n_devices)) if backward else 0.0
     if include_head and head_comm:
         act = batch * cfg.seq_len * cfg.d_model * bytes_per_elem
         n_emb = 2 if cfg.kind == "encoder-decoder" else 1
         fwd_msgs = [act] * n_emb + ([batch * cfg.seq_len * 4] * 3 if cfg.lm_head else [])
-        bwd_msgs = [act] if cfg.lm_head else []
+        bwd_msgs = [act] if (cfg.lm_head and backward) else []
         scm_f = float(np.sum(ar(np.array(fwd_msgs, float))))
         scm_b = float(np.sum(ar(np.array(bwd_msgs, float))))
         sbytes = float(sum(fwd_msgs) + sum(bwd_msgs))
 
+    if not backward:
+        tcp_b, tcm_b, bb = (np.zeros_like(x) for x in (tcp_b, tcm_b, bb))
     return CostTables(ks=tuple(ks), tcp_fwd=tcp_f, tcm_fwd=tcm_f, tcp_bwd=tcp_b, tcm_bwd=tcm_b,
                       bytes_fwd=bf + score, bytes_bwd=bb, names=a.names,
                       serial_cp_fwd=scp_f, serial_cm_fwd=scm_f, serial_cp_bwd=scp_b, serial_cm_bwd=scm_b,

@@ -1,0 +1,170 @@
+"""The ``transformer`` workload: a TransformerConfig rendered as an optmap Workload.
+
+Decision (issue 5, item 1): the builder returns a :class:`TransformerWorkload`, an ordinary
+:class:`optmap.workload.Workload` (built with :class:`WorkloadBuilder`, so every generic tool —
+``optmap show``, FLOP totals, other cost models — sees real layers) that also carries the
+:class:`TransformerConfig` it came from. The ``acctfm`` cost model reads the config's Megatron
+blocks (one compute op and one All-Reduce per direction, see ``transformer.py``); the layer graph
+is their itemised view, and both give identical FLOPs (tested).
+
+Layer names are ``<block>.<op>`` with the block names of the cost model (``enc0.self_attn.q``,
+``dec5.ffn.w2``, ...), so a per-block row of a cost report is the sum of the layers under its
+prefix. Per block:
+
+* attention (self or cross): ``norm`` (pre-LN) → ``q``, ``k``, ``v`` (linear d_model → heads·head_dim)
+  → ``scores`` (matmul Q·Kᵀ) → ``softmax`` → ``context`` (matmul ·V) → ``out`` (linear back to
+  d_model) → ``residual`` (add) [→ ``norm`` when post-LN]. Cross-attention takes K and V from the
+  encoder output (``enc.output``, or the ``memory`` input of a decoder-only-with-cross config).
+* ffn: ``norm`` → ``w1`` → ``act`` (ReLU, paper Eq. 2, for encoder-decoder models; GELU for the
+  BERT/GPT-2 families unless ``activation`` is given) → ``w2`` → ``residual``.
+
+Representation limits (the IR has no reshape, gather or embedding op):
+
+* Heads are folded into the feature dimension: ``scores`` is one (S, S_kv) matmul with contraction
+  heads·head_dim, which has exactly the multi-head MAC count (heads · S · S_kv · head_dim); only
+  the element counts of the score tensor (softmax) are ``heads`` times too small. Causal masks
+  are not represented (standard kernels compute the full score matrix anyway).
+* The inputs (``input``; ``tgt_input`` for the decoder of an encoder-decoder) stand for the summed
+  token and position embeddings [S, d_model]; embedding tables, BERT's pooler and dropout are not
+  layers. ``lm_head`` (bias-free linear to the vocabulary) is present when the config computes the
+  output projection; with a tied output its weight *is* the (target) embedding matrix.
+  So the IR's parameter count is the block parameters + final norms (+ the head weight), not
+  ``config.params`` (which also counts embeddings and the pooler, and is the Table 2 figure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+from optmap.errors import OptmapError, did_you_mean
+from optmap.workload import Layer, Workload, WorkloadBuilder
+
+from .transformer import PRESETS, TransformerConfig
+
+
+@dataclass(frozen=True, eq=False)
+class TransformerWorkload(Workload):
+    """A Workload that also carries its :class:`TransformerConfig` (the Megatron block chain)."""
+
+    config: TransformerConfig | None = None
+
+
+# Config fields a problem file may set (the rest keep their preset / dataclass defaults).
+_FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
+           "src_seq_len", "vocab", "bias")
+_REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
+
+
+def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, pre_ln: bool, bias: bool,
+               memory: str | None) -> str:
+    """One (self- or cross-) attention block; returns its output tensor."""
+    d = b.shape(x)[-1]
+    h = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
+    kv = h if memory is None else memory
+    q = b.linear(h, inner, bias=bias, name=f"{prefix}.q")
+    k = b.linear(kv, inner, bias=bias, name=f"{prefix}.k")
+    v = b.linear(kv, inner, bias=bias, name=f"{prefix}.v")
+    s = b.matmul(q, k, transpose_b=True, name=f"{prefix}.scores")  # Eq. 1: Q·Kᵀ (heads folded)
+    p = b.activation(s, "softmax", name=f"{prefix}.softmax")
+    c = b.matmul(p, v, name=f"{prefix}.context")  # Eq. 1: softmax(·)·V
+    o = b.linear(c, d, bias=bias, name=f"{prefix}.out")
+    y = b.add(x, o, name=f"{prefix}.residual")
+    return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
+
+
+def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias: bool, activation: str) -> str:
+    d = b.shape(x)[-1]
+    h = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
+    h = b.linear(h, d_ff, bias=bias, name=f"{prefix}.w1")  # Eq. 2: x·W1 + b1
+    h = b.activation(h, activation, name=f"{prefix}.act")
+    h = b.linear(h, d, bias=bias, name=f"{prefix}.w2")  # Eq. 2: ·W2 + b2
+    y = b.add(x, h, name=f"{prefix}.residual")
+    return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
+
+
+def _second_input(b: WorkloadBuilder, name: str, shape: tuple[int, ...]) -> str:
+    # WorkloadBuilder has one public input; encoder-decoder models need a second (target tokens).
+    return b._add(Layer(name, "input", (), shape), ())
+
+
+def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> WorkloadBuilder:
+    """The layer graph of ``cfg`` (see the module docstring for names and limits)."""
+    act = activation or ("relu" if cfg.kind == "encoder-decoder" else "gelu")
+    pre_ln = cfg.final_norm  # pre-LN stacks end with a final norm (GPT-2, the TF models); BERT is post-LN
+    d, inner = cfg.d_model, cfg.inner
+    b = WorkloadBuilder(cfg.name, (cfg.src_len if cfg.kind == "encoder-decoder" else cfg.seq_len, d))
+    x = b.layernorm("input", name="embed_norm") if cfg.embedding_norm else "input"
+    memory = None
+    if cfg.kind == "decoder":
+        memory = _second_input(b, "memory", (cfg.src_len, d))
+    blocks = cfg.blocks()
+    for stack in dict.fromkeys(bl.stack for bl in blocks):
+        if stack == "dec" and cfg.kind == "encoder-decoder":
+            memory = x  # the encoder output feeds every cross-attention
+            x = _second_input(b, "tgt_input", (cfg.seq_len, d))
+        for blk in (bl for bl in blocks if bl.stack == stack):
+            if blk.kind == "ffn":
+                x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act)
+            else:
+                x = _attention(b, x, blk.name, inner, pre_ln, cfg.bias, memory if blk.kind == "cross_attn" else None)
+        if cfg.final_norm:
+            x = b.layernorm(x, name=f"{stack}.final_norm")
+    if cfg.lm_head:
+        b.linear(x, cfg.vocab, bias=False, name="lm_head")
+    return b
+
+
+def _config(preset: str | None, given: dict) -> TransformerConfig:
+    if preset is not None:
+        if preset not in PRESETS:
+            raise OptmapError(f"unknown transformer preset '{preset}'{did_you_mean(preset, PRESETS)}")
+        base = PRESETS[preset]
+        return base.with_(**given) if given else base
+    missing = [name for name in _REQUIRED if name not in given]
+    if missing:
+        raise OptmapError(
+            f"transformer: without a preset, give {', '.join(missing)} (or preset = one of {', '.join(PRESETS)})"
+        )
+    given.setdefault("head_dim", given["d_model"] // given["heads"])
+    return TransformerConfig(name=f"transformer-{given['kind']}", **given)
+
+
+def transformer(
+    *,
+    batch: int,
+    dtype: str = "fp32",
+    phase: str = "training",
+    preset: str | None = None,
+    kind: Literal["encoder", "decoder", "decoder-only", "encoder-decoder"] | None = None,
+    layers: int | None = None,
+    decoder_layers: int | None = None,
+    d_model: int | None = None,
+    heads: int | None = None,
+    head_dim: int | None = None,
+    d_ff: int | None = None,
+    seq_len: int | None = None,
+    src_seq_len: int | None = None,
+    vocab: int | None = None,
+    bias: bool | None = None,
+    activation: Literal["relu", "gelu"] | None = None,
+) -> TransformerWorkload:
+    """Transformer stack (encoder, decoder, decoder-only, encoder-decoder) from a preset or explicit sizes.
+
+    ``preset``: TF8, TF16, TF32, TF64 (AccTFM Table 2; seq_len 256 is an assumption), bert-base,
+    bert-large, gpt2, gpt2-medium, gpt2-large, gpt2-xl; any other key given overrides the preset.
+    Without a preset, kind, layers, d_model, heads, d_ff, seq_len and vocab are required
+    (head_dim defaults to d_model / heads, decoder_layers is needed for encoder-decoder).
+    ``activation`` only names the FFN non-linearity in the layer graph (no effect on costs).
+    """
+    given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
+    for name, value in given.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            raise OptmapError(f"transformer: {name} must be a positive integer, got {value}")
+    try:
+        cfg = _config(preset, given)
+    except ValueError as exc:
+        raise OptmapError(f"transformer: {exc}") from None
+    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
+    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
+    return TransformerWorkload(**values, config=cfg)
