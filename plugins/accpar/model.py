@@ -40,7 +40,8 @@ from .tables import (
     SPLITS_OUT,
     TYPE_NAMES,
     WEIGHTED,
-    inter_fraction,
+    inter_fraction_of,
+    transition_code,
     intra_elements,
     table6_flops,
 )
@@ -61,6 +62,8 @@ class Graph:
     flops_2mac: np.ndarray  # forward + backward-data + weight-gradient FLOPs per sample, from the IR
     edge_u: np.ndarray
     edge_v: np.ndarray
+    edge_role_u: np.ndarray
+    edge_role_v: np.ndarray
     chain: tuple[int, ...]
     segments: tuple[tuple[tuple[int, ...], ...], ...]
 
@@ -111,6 +114,8 @@ def block_graph(workload: Workload) -> Graph:
         flops_2mac=np.array([layer.flops(1).total for layer in layers], float),
         edge_u=np.array([u for u, _ in edges], int),
         edge_v=np.array([v for _, v in edges], int),
+        edge_role_u=np.where(merge, MERGE, WEIGHTED)[[u for u, _ in edges]],
+        edge_role_v=np.where(merge, MERGE, WEIGHTED)[[v for _, v in edges]],
         chain=tuple(chain),
         segments=tuple(segments),
     )
@@ -217,31 +222,38 @@ class AccParCostModel:
         return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
 
     def _level(self, split: Split, dims: _Class, share0, state, state_u, state_v, children: bool):
-        """Per-node and per-edge cost of one split (slowest side), and the sides' shrunk dims."""
+        """Per-node and per-edge cost of one split (slowest side), and the sides' shrunk dims.
+
+        Returns ((node elements, edge elements, node seconds, edge seconds), child dims per side).
+        ``state`` broadcasts against the node axis, ``state_u``/``state_v`` against the edges.
+        """
         g = self.graph
         intra = intra_elements(g.role, state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
         received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
+        code = transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v)
+        node_code = g.role * 3 + state
         results, next_dims = [], []
         linear = self.share_scaling == "linear" and split.ratio is not None
         for side in range(1 if split.symmetric else 2):
             share = share0 if side == 0 else 1.0 - share0
             shape_share = 0.5 if linear else share  # "linear": amounts of the equal split...
             weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
-            inter = received * inter_fraction(g.role[g.edge_u], state_u, g.role[g.edge_v], state_v, shape_share)
+            side_intra = intra * weight if linear or np.ndim(weight) else intra
+            side_inter = received * inter_fraction_of(code, shape_share)
+            if linear or np.ndim(weight):
+                side_inter *= weight
             seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
-            side_intra, side_inter = intra * weight, inter * weight
             results.append((side_intra, side_inter, side_intra * seconds, side_inter * seconds))
             if children:
-                next_dims.append(_Class(
-                    dims.batch * np.where(SPLITS_BATCH[g.role, state], shape_share, 1.0),
-                    dims.d_in * np.where(SPLITS_IN[g.role, state], shape_share, 1.0),
-                    dims.d_out * np.where(SPLITS_OUT[g.role, state], shape_share, 1.0),
-                    dims.share * share,
-                    weight,
-                ))
-        pick = np.maximum if self.combine == "max" else np.add
+                batch, d_in, d_out = (
+                    np.where(mask.ravel().take(node_code), shape_share, 1.0) if np.ndim(shape_share)
+                    else np.where(mask.ravel(), shape_share, 1.0).take(node_code)
+                    for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT)
+                )
+                next_dims.append(_Class(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
         combined = results[0]
         for other in results[1:]:
+            pick = np.maximum if self.combine == "max" else np.add
             combined = tuple(pick(a, b) for a, b in zip(combined, other))
         return combined, next_dims
 
@@ -305,20 +317,23 @@ class AccParCostModel:
         for h, level_splits in enumerate(self.hierarchy.splits):
             state = states[:, h, :]
             state_u, state_v = state[:, g.edge_u], state[:, g.edge_v]
-            level_node = np.zeros((4, n, len(g.names)))
-            level_edge = np.zeros((4, n, len(g.edge_u)))
+            # node elements, edge elements, node seconds, edge seconds
+            level = [np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u))),
+                     np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u)))]
             next_classes: list = [None] * len(self.hierarchy.classes[h + 1])
             for split in level_splits:
                 combined, children = self._level(split, classes[split.parent], self._shares(split, shares),
                                                  state, state_u, state_v, True)
-                level_node = np.maximum(level_node, np.stack([combined[0], combined[0], combined[2], combined[2]]))
-                level_edge = np.maximum(level_edge, np.stack([combined[1], combined[1], combined[3], combined[3]]))
+                for total, part in zip(level, combined):
+                    np.maximum(total, part, out=total)  # sub-arrays of a level run in parallel
                 for child, dims in zip(split.children, children):
                     next_classes[child] = dims
+            level_node, level_edge = (level[0], level[2]), (level[1], level[3])
             per_level["comm_elements"].append(level_node[0].sum(1) + level_edge[0].sum(1))
-            per_level["comm_time"].append(level_node[2].sum(1) + level_edge[2].sum(1))
-            node_time += level_node[2]
-            edge_time += level_edge[2]
+            per_level["comm_time"].append(level_node[1].sum(1) + level_edge[1].sum(1))
+            if detail:
+                node_time += level_node[1]
+                edge_time += level_edge[1]
             leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == h]
             classes = next_classes
         leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == self.hierarchy.depth]
@@ -359,9 +374,10 @@ class AccParCostModel:
                 fits &= need <= kind.memory_bytes
         return compute, memory, fits
 
-    def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        """Score every row of X in one vectorised pass."""
-        return self._evaluate(X)
+    def evaluate_batch(self, X: np.ndarray, chunk: int = 2048) -> dict[str, np.ndarray]:
+        """Score every row of X, vectorised over cache-sized chunks of rows."""
+        parts = [self._evaluate(X[start:start + chunk]) for start in range(0, len(X), chunk)]
+        return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
     def evaluate(self, mapping) -> CostReport:
         result = self._evaluate(mapping.array[None], detail=True)

@@ -39,28 +39,63 @@ SPLITS_IN = np.array([[False, True, False], [False, True, False]])
 SPLITS_OUT = np.array([[False, False, True], [False, True, False]])
 
 
+def _crosses(have, need):
+    """Rows held, columns needed, or the reverse: the side lacks r·r̄ of the tensor."""
+    return ((have == ROWS) & (need == COLS)) | ((have == COLS) & (need == ROWS))
+
+
+def _to_full(have, need):
+    """A replica needed from a split tensor: the side lacks r̄ of it."""
+    return (need == FULL) & (have != FULL)
+
+
 def missing(have: np.ndarray, need: np.ndarray, share) -> np.ndarray:
     """Fraction of a tensor a side with ``share`` lacks when it has layout ``have``, needs ``need``."""
     rest = 1.0 - np.asarray(share, float)
-    cross = ((have == ROWS) & (need == COLS)) | ((have == COLS) & (need == ROWS))
-    to_full = (need == FULL) & (have != FULL)
-    return np.where(cross, share * rest, 0.0) + np.where(to_full, rest, 0.0)
+    return np.where(_crosses(have, need), share * rest, 0.0) + np.where(_to_full(have, need), rest, 0.0)
+
+
+def _transition_terms() -> tuple[np.ndarray, np.ndarray]:
+    """Table 5 = a·r·r̄ + b·r̄ for every (role_u, state_u, role_v, state_v): the counts a and b.
+
+    Forward, F_{l+1} goes from how l produces it to how l+1 needs it; backward, E_{l+1} goes
+    from how l+1 produces it to how l needs it.
+    """
+    ru, su, rv, sv = (a.reshape(-1) for a in np.meshgrid(range(2), range(3), range(2), range(3), indexing="ij"))
+    pairs = ((F_OUT[ru, su], F_IN[rv, sv]), (E_OUT[rv, sv], E_IN[ru, su]))
+    cross = sum(_crosses(have, need).astype(float) for have, need in pairs)
+    to_full = sum(_to_full(have, need).astype(float) for have, need in pairs)
+    return cross, to_full
+
+
+CROSS_TERMS, FULL_TERMS = _transition_terms()
+
+
+def transition_code(role_u, state_u, role_v, state_v):
+    """Index of a (role, state) → (role, state) transition into CROSS_TERMS / FULL_TERMS."""
+    return ((role_u * 3 + state_u) * 2 + role_v) * 3 + state_v
+
+
+def inter_fraction_of(code, share) -> np.ndarray:
+    """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r."""
+    if np.ndim(share) == 0:
+        return (CROSS_TERMS * share * (1 - share) + FULL_TERMS * (1 - share)).take(code)
+    rest = 1.0 - share
+    return CROSS_TERMS.take(code) * (share * rest) + FULL_TERMS.take(code) * rest
 
 
 def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
     """Table 5 as a fraction of A(F_{l+1}) = A(E_{l+1}), for the side with ``share``."""
-    forward = missing(F_OUT[role_u, state_u], F_IN[role_v, state_v], share)
-    backward = missing(E_OUT[role_v, state_v], E_IN[role_u, state_u], share)
-    return forward + backward
+    return inter_fraction_of(transition_code(role_u, state_u, role_v, state_v), share)
 
 
 def intra_elements(role, state, batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
     """Table 4: the full partial-sum tensor each side fetches (independent of the share)."""
-    weights = d_in * d_out * kernel  # Type-I: A(W_l), gradient phase (Eq. 4)
-    outputs = batch * d_out * s_out  # Type-II: A(F_{l+1}), forward phase (Eq. 5)
-    errors = batch * d_in * s_in  # Type-III: A(E_l), backward phase (Eq. 6)
-    amount = np.where(state == TYPE_I, weights, np.where(state == TYPE_II, outputs, errors))
-    return np.where(role == WEIGHTED, amount, 0.0)
+    weighted = role == WEIGHTED  # merge nodes have no weights and no partial sums
+    weights = d_in * d_out * (kernel * weighted)  # Type-I: A(W_l), gradient phase (Eq. 4)
+    outputs = batch * d_out * (s_out * weighted)  # Type-II: A(F_{l+1}), forward phase (Eq. 5)
+    errors = batch * d_in * (s_in * weighted)  # Type-III: A(E_l), backward phase (Eq. 6)
+    return np.choose(state, np.broadcast_arrays(weights, outputs, errors))
 
 
 def table6_flops(batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
