@@ -374,6 +374,10 @@ class AccParCostModel:
                 fits &= need <= kind.memory_bytes
         return compute, memory, fits
 
+    def level_costs(self, X: np.ndarray, metric: str = "comm_time") -> np.ndarray:
+        """Each level's own cost (``comm_time`` or ``comm_elements``) for every row: (N, levels)."""
+        return np.column_stack(self._evaluate(X, detail=True)["per_level"][metric])
+
     def evaluate_batch(self, X: np.ndarray, chunk: int = 2048) -> dict[str, np.ndarray]:
         """Score every row of X, vectorised over cache-sized chunks of rows."""
         parts = [self._evaluate(X[start:start + chunk]) for start in range(0, len(X), chunk)]
