@@ -434,13 +434,17 @@ class WorkloadBuilder:
     """Builds a Workload layer by layer with shape inference; each method returns the new layer's name."""
 
     def __init__(self, name: str, input_shape: Shape, input_name: str = "input") -> None:
-        shape = tuple(input_shape)
-        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
-            raise OptmapError(f"workload '{name}': input shape must be positive integers, got {input_shape!r}")
         self.name = name
         self._graph = nx.DiGraph()
         self._counts: dict[str, int] = {}
-        self._add(Layer(input_name, "input", (), shape), ())
+        self.input(tuple(input_shape), input_name)
+
+    def input(self, shape: Shape, name: str) -> str:
+        """Another network input (e.g. the target tokens of an encoder-decoder model)."""
+        shape = tuple(shape)
+        if not shape or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in shape):
+            raise OptmapError(f"workload '{self.name}': input shape must be positive integers, got {shape!r}")
+        return self._add(Layer(self._name(name, "input"), "input", (), shape), ())
 
     def shape(self, x: str) -> Shape:
         """Output shape (per sample) of layer ``x``."""

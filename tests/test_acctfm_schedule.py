@@ -94,6 +94,7 @@ def test_batch_evaluator_matches_scalar():
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
     idx = np.searchsorted(PS, X)
     np.testing.assert_allclose(evaluate_batch(tab, idx, encoding="index"), got)
+    np.testing.assert_array_equal(evaluate_batch(tab, X[:3]), got[:3])  # the few-rows scalar path: same floats
     assert evaluate_batch(tab, X[0]).shape == (1,)
     with pytest.raises(ValueError):
         evaluate_batch(tab, np.full((2, 2 * L), 3))

@@ -150,7 +150,7 @@ class AccTFMCostModel:
         self.keep_ratio, self.bits = float(keep_ratio), int(min(bits, self.dtype_bits))
         self.names = cfg.arrays().names
         self.L = len(self.names)
-        self._tables: dict[Setting, CostTables] = {}
+        self._tables: dict[tuple[Setting, tuple[int, ...]], CostTables] = {}
         self.space = self._space()
         self._keep_col = self.space.index("keep_ratio") if self.keep_ratio < 1.0 else None
         self._bits_col = self.space.index("bits") if self.bits < self.dtype_bits else None
@@ -269,14 +269,13 @@ class AccTFMCostModel:
             if not rows.any():
                 continue
             tab, sel = self.tables(setting), idx[rows]
-            time = schedule.evaluate_batch(tab, sel, encoding="index")  # note §1.4, fwd + reversed bwd
-            fwd = schedule.batch_makespan(sel[:, : self.L], tab.tcp_fwd, tab.tcm_fwd, tab.ks)
+            time, fwd, bwd = schedule.evaluate_batch(tab, sel, encoding="index", parts=True)  # note §1.4
             compute = self._busy(tab, sel, "tcp").sum(1) + tab.serial_cp_fwd + tab.serial_cp_bwd
             comm = self._busy(tab, sel, "tcm").sum(1) + tab.serial_cm_fwd + tab.serial_cm_bwd
             nbytes = self._busy(tab, sel, "bytes").sum(1) + tab.serial_bytes
             out["time"][rows] = time
             out["fwd_time"][rows] = fwd
-            out["bwd_time"][rows] = time - fwd - tab.serial_time
+            out["bwd_time"][rows] = bwd
             out["compute_time"][rows] = compute
             out["comm_time"][rows] = comm
             out["comm_bytes"][rows] = nbytes

@@ -148,10 +148,24 @@ def uniform(tables: CostTables, k: int) -> ScheduleResult:
 
 # ---- vectorised batch evaluator ----------------------------------------------------------------------
 
+SCALAR_ROWS = 8  # batch_makespan evaluates up to this many rows one by one in plain Python
+
+
+def _scalar_makespan(cols: Sequence[int], tcp: list, tcm: list, ps: Sequence[int]) -> float:
+    """One pass's makespan with K given as column indices (the arithmetic of ``cal_par_end``)."""
+    cp, cm = 0.0, [0.0]  # note D4: P = 0, M = [0]
+    for l, c in enumerate(cols):
+        cp, cm = cal_par_end(cp, cm, tcp[l][c], tcm[l][c], ps[c])
+    return cm[-1]
+
+
 def batch_makespan(kidx: np.ndarray, tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS) -> np.ndarray:
     """Makespans of M schedules at once; ``kidx`` [M, L] holds column indices into ``ps``."""
     kidx = np.asarray(kidx, dtype=np.intp)
     m, L = kidx.shape
+    if m <= SCALAR_ROWS:  # a few rows (one trial at a time): plain floats beat numpy's per-call cost
+        tcp, tcm = np.asarray(tcp, float).tolist(), np.asarray(tcm, float).tolist()
+        return np.array([_scalar_makespan(row, tcp, tcm, ps) for row in kidx.tolist()])
     psa = np.asarray(ps, dtype=np.intp)
     kmax = int(psa.max())
     rows = np.arange(m)
@@ -178,10 +192,11 @@ def batch_makespan(kidx: np.ndarray, tcp: np.ndarray, tcm: np.ndarray, ps: Seque
     return cm
 
 
-def evaluate_batch(tables: CostTables, schedules: np.ndarray, encoding: str = "k") -> np.ndarray:
+def evaluate_batch(tables: CostTables, schedules: np.ndarray, encoding: str = "k", parts: bool = False):
     """Iteration times of M schedules; ``schedules`` [M, 2L] = forward K's then backward K's, both in
     forward layer order. ``encoding="k"``: entries are micro-batch counts (1, 2, 4); ``"index"``:
-    entries index ``tables.ks`` (what generic categorical encoders produce)."""
+    entries index ``tables.ks`` (what generic categorical encoders produce). With ``parts``, returns
+    (iteration times, forward makespans, backward makespans)."""
     x = np.asarray(schedules)
     if x.ndim == 1:
         x = x[None, :]
@@ -196,7 +211,8 @@ def evaluate_batch(tables: CostTables, schedules: np.ndarray, encoding: str = "k
             raise ValueError(f"micro-batch counts must be in {tables.ks}")
     f = batch_makespan(x[:, :L], tables.tcp_fwd, tables.tcm_fwd, tables.ks)
     b = batch_makespan(x[:, L:][:, ::-1], tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], tables.ks)
-    return f + b + tables.serial_time
+    total = f + b + tables.serial_time
+    return (total, f, b) if parts else total
 
 
 # ---- Algorithm 1 (faithful), exact Pareto DP, brute force -------------------------------------------
@@ -238,7 +254,7 @@ def exact_dp(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, max_state
 
     ``max_states`` caps each front by smallest last comm end (then it is a heuristic); None = exact.
     """
-    L, pn = len(tcp), len(ps)
+    L = len(tcp)
     if L == 0:
         return DPResult((), 0.0)
     groups = [(1, np.zeros(1), np.zeros((1, 1)))]  # (K, P [n], M [n, K]) — start state P = 0, M = [0]

@@ -14,7 +14,8 @@ prefix. Per block:
 * attention (self or cross): ``norm`` (pre-LN) → ``q``, ``k``, ``v`` (linear d_model → heads·head_dim)
   → ``scores`` (matmul Q·Kᵀ) → ``softmax`` → ``context`` (matmul ·V) → ``out`` (linear back to
   d_model) → ``residual`` (add) [→ ``norm`` when post-LN]. Cross-attention takes K and V from the
-  encoder output (``enc.output``, or the ``memory`` input of a decoder-only-with-cross config).
+  encoder output (``enc.final_norm`` in pre-LN stacks), or from the ``memory`` input of a
+  ``kind = "decoder"`` config (a decoder with cross-attention but no encoder).
 * ffn: ``norm`` → ``w1`` → ``act`` (ReLU, paper Eq. 2, for encoder-decoder models; GELU for the
   BERT/GPT-2 families unless ``activation`` is given) → ``w2`` → ``residual``.
 
@@ -28,7 +29,7 @@ Representation limits (the IR has no reshape, gather or embedding op):
   token and position embeddings [S, d_model]; embedding tables, BERT's pooler and dropout are not
   layers. ``lm_head`` (bias-free linear to the vocabulary) is present when the config computes the
   output projection; with a tied output its weight *is* the (target) embedding matrix.
-  So the IR's parameter count is the block parameters + final norms (+ the head weight), not
+  So the IR's parameter count is the block parameters + embedding and final norms (+ the head weight), not
   ``config.params`` (which also counts embeddings and the pooler, and is the Table 2 figure).
 """
 
@@ -38,7 +39,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 
 from optmap.errors import OptmapError, did_you_mean
-from optmap.workload import Layer, Workload, WorkloadBuilder
+from optmap.workload import Workload, WorkloadBuilder
 
 from .transformer import PRESETS, TransformerConfig
 
@@ -83,11 +84,6 @@ def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias:
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
 
 
-def _second_input(b: WorkloadBuilder, name: str, shape: tuple[int, ...]) -> str:
-    # WorkloadBuilder has one public input; encoder-decoder models need a second (target tokens).
-    return b._add(Layer(name, "input", (), shape), ())
-
-
 def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> WorkloadBuilder:
     """The layer graph of ``cfg`` (see the module docstring for names and limits)."""
     act = activation or ("relu" if cfg.kind == "encoder-decoder" else "gelu")
@@ -97,12 +93,12 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
     x = b.layernorm("input", name="embed_norm") if cfg.embedding_norm else "input"
     memory = None
     if cfg.kind == "decoder":
-        memory = _second_input(b, "memory", (cfg.src_len, d))
+        memory = b.input((cfg.src_len, d), "memory")
     blocks = cfg.blocks()
     for stack in dict.fromkeys(bl.stack for bl in blocks):
         if stack == "dec" and cfg.kind == "encoder-decoder":
             memory = x  # the encoder output feeds every cross-attention
-            x = _second_input(b, "tgt_input", (cfg.seq_len, d))
+            x = b.input((cfg.seq_len, d), "tgt_input")
         for blk in (bl for bl in blocks if bl.stack == stack):
             if blk.kind == "ffn":
                 x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act)
