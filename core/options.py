@@ -1,7 +1,12 @@
 """Plugin options: a factory's annotated keyword parameters are its problem-file keys.
 
-pydantic builds a strict model from the signature, so a plugin author declares options once, as
+pydantic builds a model from the signature, so a plugin author declares options once, as
 ordinary typed parameters with defaults, and gets validation, clear errors and a JSON Schema.
+
+Validation is pydantic's lax mode (a TOML list fills a ``tuple`` option, ``32.0`` fills an
+``int``), except that ``true``/``false`` never count as numbers. The first problem is reported
+as one line: unknown keys first (a misspelt key also shows up as a missing one), then missing
+required keys, then wrong values; unknown keys come with a suggestion and the list of valid keys.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ import inspect
 import typing
 from typing import Any, Callable
 
-from optmap.errors import OptmapError, did_you_mean
+from optmap.errors import OptmapError
+
+_ORDER = {"extra_forbidden": 0, "missing": 1}
+_NUMBERS = (int, float)
 
 
 def _signature_target(factory: Callable) -> Callable:
@@ -28,9 +36,12 @@ def options_model(factory: Callable, skip: int = 0):
     if inspect.isclass(factory):
         parameters = parameters[1:]  # self
     try:
-        hints = typing.get_type_hints(target)
-    except Exception:
-        hints = {}
+        hints = typing.get_type_hints(target, include_extras=True)  # keep Annotated[..., Field(ge=1)]
+    except Exception as exc:
+        raise OptmapError(
+            f"the options of '{getattr(factory, '__qualname__', factory)}' cannot be read: its type "
+            f"hints do not resolve ({type(exc).__name__}: {exc}); fix the plugin's annotations"
+        ) from None
     fields: dict[str, Any] = {}
     positional = 0
     for parameter in parameters:
@@ -47,25 +58,89 @@ def options_model(factory: Callable, skip: int = 0):
     return pydantic.create_model(f"{name}Options", __config__=config, **fields)
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _location(loc: tuple) -> str:
+    """``('shape', 'list[int]', 1)`` → ``shape[1]``: keys and indices, not pydantic's type tags."""
+    if not loc:
+        return "(section)"
+    text = str(loc[0])
+    for part in loc[1:]:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif str(part).isidentifier():
+            text += f".{part}"
+    return text
+
+
+def _valid(valid: list[str]) -> str:
+    return f"valid keys: {', '.join(valid)}" if valid else "this section takes no other keys"
+
+
+def suggestion(key: str, choices) -> str:
+    """``"; did you mean 'y'?"`` if one of ``choices`` is close to ``key``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def unknown_key(key: str, valid) -> str:
+    """``unknown key 'x'; did you mean 'y'? valid keys: ...`` (the suggestion only if one is close)."""
+    hint = suggestion(key, valid)
+    return f"unknown key '{key}'{hint or ';'} {_valid(sorted(valid))}"
+
+
 def _describe(error: dict, valid: list[str]) -> str:
-    location = ".".join(str(part) for part in error["loc"]) or "(section)"
+    location = _location(error["loc"])
     if error["type"] == "extra_forbidden":
-        key = str(error["loc"][0])
-        return f"unknown key '{location}'{did_you_mean(key, valid).replace('valid names', 'valid keys')}"
+        return unknown_key(location, valid)
     if error["type"] == "missing":
-        return f"missing required key '{location}'"
-    return f"key '{location}': {error['msg']} (got {error.get('input')!r})"
+        return f"missing required key '{location}'; {_valid(valid)}"
+    message = " ".join(str(error["msg"]).split())
+    message = message[:1].lower() + message[1:]
+    return f"key '{location}': {message}, got {_short(error.get('input'))}"
 
 
-def validate_options(what: str, factory: Callable, options: dict[str, Any], skip: int = 0) -> dict:
-    """``options`` checked and converted for ``factory``; an OptmapError otherwise."""
+def _is_number_annotation(annotation: Any) -> bool:
+    if annotation in _NUMBERS:
+        return True
+    args = typing.get_args(annotation)
+    return bool(args) and all(arg in _NUMBERS or arg is type(None) for arg in args)
+
+
+def validate_options(
+    what: str, factory: Callable, options: dict[str, Any], skip: int = 0, section_keys: tuple[str, ...] = ()
+) -> dict:
+    """``options`` checked and converted for ``factory``; a one-line OptmapError otherwise.
+
+    ``what`` prefixes the message (the file and section); ``section_keys`` are the keys of the
+    same section the host consumes itself (``model``, ``topology``, ...), listed among the valid
+    keys so a user sees the whole set.
+    """
     import pydantic
 
-    model = options_model(factory, skip)
+    try:
+        model = options_model(factory, skip)
+    except Exception as exc:  # the plugin's signature, not the user's file, is at fault
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise OptmapError(f"{what}: cannot read the factory's options from its signature ({message})") from exc
+    valid = sorted(set(model.model_fields) | set(section_keys))
+    for key, value in options.items():
+        field = model.model_fields.get(key)
+        if isinstance(value, bool) and field is not None and _is_number_annotation(field.annotation):
+            raise OptmapError(f"{what}: key '{key}' must be a number, got {str(value).lower()}")
     try:
         validated = model.model_validate(options)
     except pydantic.ValidationError as exc:
-        raise OptmapError(f"{what}: {_describe(exc.errors()[0], sorted(model.model_fields))}") from None
+        errors = sorted(exc.errors(), key=lambda e: _ORDER.get(e["type"], 2))
+        if errors[0]["type"] == "extra_forbidden":  # a misspelt key is also reported missing
+            errors = [e for e in errors if e["type"] != "missing"]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise OptmapError(f"{what}: {_describe(errors[0], valid)}{more}") from None
     return {name: getattr(validated, name) for name in model.model_fields}
 
 

@@ -7,13 +7,16 @@ against the plugin's signature. Errors name the file, the key path and the fix, 
 from __future__ import annotations
 
 import copy
+import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from optmap.errors import OptmapError, did_you_mean
-from optmap.host import Host, call_with_options, load_host
+from optmap.host import Entry, Host, call_with_options, load_host, one_line
+from optmap.options import suggestion, unknown_key, validate_options
 from optmap.search import Budget
 
 SECTIONS = ("name", "description", "workload", "system", "cost", "objective", "constraints", "search")
@@ -50,190 +53,376 @@ class Problem:
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``section.key=value`` → (key path, value); the value is read as TOML, else as a string."""
     key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise OptmapError(f"--set '{text}': expected section.key=value, e.g. --set workload.batch=256")
+    path = [part.strip() for part in key.split(".")]
+    if not sep or not all(path):
+        raise OptmapError(f"--set '{text}': expected SECTION.KEY=VALUE, e.g. --set workload.batch=256")
+    if not raw.strip():
+        raise OptmapError(f"--set '{text}': no value after '='; e.g. --set {key.strip()}=256")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
-    return [part.strip() for part in key.split(".")], value
+    return path, value
+
+
+def _kind(value: Any) -> str:
+    kinds = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
+    return kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def apply_overrides(spec: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``spec`` with each ``section.key=value`` of ``overrides`` set (missing tables are created)."""
     spec = copy.deepcopy(spec)
     for text in overrides:
         path, value = parse_override(text)
         node = spec
-        for part in path[:-1]:
+        if path[0] not in SECTIONS:
+            raise OptmapError(f"--set '{text}': unknown section '{path[0]}'{did_you_mean(path[0], SECTIONS)}")
+        for depth, part in enumerate(path[:-1]):
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise OptmapError(f"--set '{text}': '{part}' is not a table")
+                raise OptmapError(
+                    f"--set '{text}': '{'.'.join(path[:depth + 1])}' is {_kind(child)}, not a table; "
+                    f"edit the file instead"
+                )
             node = child
         node[path[-1]] = value
     return spec
 
 
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+
+
 def read_spec(path: str | Path) -> dict[str, Any]:
-    """The raw TOML table of a problem file, with syntax errors as one line (line, column)."""
+    """The raw TOML table of a problem file, with syntax errors as one line (line, column, text)."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise OptmapError(f"{path}: no such problem file") from None
+    except IsADirectoryError:
+        raise OptmapError(f"{path}: is a folder, not a problem file") from None
     except OSError as exc:
         raise OptmapError(f"{path}: cannot read: {exc.strerror}") from None
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise OptmapError(
+            f"{path}: not UTF-8 text at line {line} (byte {data[exc.start]:#04x}); save the file as UTF-8"
+        ) from None
+    try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise OptmapError(f"{path}: invalid TOML: {exc}") from None
+        message = str(exc)
+        match = _TOML_POSITION.search(message)
+        if match is None:
+            raise OptmapError(f"{path}: invalid TOML: {one_line(message)}") from None
+        line, column = int(match.group(1)), int(match.group(2))
+        lines = text.splitlines()
+        source = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        shown = f" in `{source[:80]}`" if source else ""
+        reason = one_line(message[: match.start()])
+        if reason == "Illegal character '\\n'" and (source.count('"') % 2 or source.count("'") % 2):
+            reason = "a string is not closed before the end of the line"
+        raise OptmapError(f"{path}: invalid TOML at line {line}, column {column}: {reason}{shown}") from None
 
 
 def _table(where: str, spec: dict, key: str, required: bool) -> dict[str, Any]:
-    value = spec.get(key, {})
-    if key not in spec and required:
-        raise OptmapError(f"{where}: missing section [{key}]; see `optmap schema` or problems/quickstart.toml")
+    if key not in spec:
+        if required:
+            raise OptmapError(
+                f"{where}: missing section [{key}]; every problem needs [workload], [system] and [cost] "
+                f"(see problems/quickstart.toml or `optmap schema`)"
+            )
+        return {}
+    value = spec[key]
     if not isinstance(value, dict):
-        raise OptmapError(f"{where}: '{key}' must be a table [{key}], got {type(value).__name__}")
+        raise OptmapError(f"{where}: '{key}' must be a table [{key}], got {type(value).__name__} {_short(value)}")
     return dict(value)
 
 
-def _pop_name(where: str, section: str, table: dict, key: str, host: Host, kind: str) -> Any:
+def _short(value: Any, limit: int = 50) -> str:
+    text = one_line(repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _pop_name(where: str, section: str, table: dict, key: str, host: Host, kind: str) -> Entry:
+    label = kind.replace("_", " ")
     if key not in table:
-        raise OptmapError(f"{where}: [{section}] needs '{key} = \"...\"'; choices: {', '.join(host.names(kind))}")
+        raise OptmapError(
+            f"{where}: [{section}] needs {key} = \"<{label}>\"; choices: {', '.join(host.names(kind))}"
+        )
     name = table.pop(key)
     if not isinstance(name, str):
-        raise OptmapError(f"{where}: [{section}] {key} must be a string, got {name!r}")
+        raise OptmapError(f"{where}: [{section}] {key} must be a string naming a {label}, got {_short(name)}")
     try:
         return host.get(kind, name)
     except OptmapError as exc:
         raise OptmapError(f"{where}: [{section}] {key}: {exc}") from None
 
 
-def _workload_entry(where: str, table: dict, host: Host, base: Path | None):
+def _resolve(what: str, entry: Entry) -> Any:
+    """``entry.resolve()``, with an import failure of the plugin reported at ``what``."""
+    try:
+        return entry.resolve()
+    except OptmapError as exc:
+        raise OptmapError(f"{what}: {exc}") from exc
+
+
+def _call(what: str, entry: Entry, table: dict, *args: Any, section_keys: tuple[str, ...]) -> Any:
+    factory = _resolve(what, entry)
+    return call_with_options(what, factory, table, *args, plugin=entry.plugin, section_keys=section_keys)
+
+
+def _check_returned(what: str, entry: Entry, value: Any, expected: type | tuple[str, ...]) -> Any:
+    """A factory that returns the wrong kind of object is the plugin's bug: say which one."""
+    if isinstance(expected, type):
+        ok, wanted = isinstance(value, expected), f"{expected.__module__}.{expected.__qualname__}"
+    else:
+        ok, wanted = all(hasattr(value, attr) for attr in expected), f"an object with {', '.join(expected)}"
+    if not ok:
+        raise OptmapError(
+            f"{what}: plugin '{entry.plugin}' returned {type(value).__name__}, not {wanted}; "
+            f"report this to the plugin's authors"
+        )
+    return value
+
+
+def _workload_entry(where: str, table: dict, host: Host, base: Path | None) -> Entry:
+    if "file" in table:
+        raw = table["file"]
+        if not isinstance(raw, str) or not raw:
+            raise OptmapError(f"{where}: [workload] file must be a path (string), got {_short(raw)}")
+        file = Path(raw).expanduser()
+        if base is not None and not file.is_absolute():
+            file = base / file
+        if not file.is_file():
+            state = "is a folder" if file.is_dir() else "does not exist"
+            raise OptmapError(
+                f"{where}: [workload] file '{raw}' {state} (looked for {file}; relative paths start "
+                f"at the problem file's folder)"
+            )
+        table["file"] = str(file)
     if "model" in table or "file" not in table:
         return _pop_name(where, "workload", table, "model", host, "workload")
     file = Path(table["file"])
-    if base is not None and not file.is_absolute():
-        file = base / file
-    if not file.exists():
-        raise OptmapError(f"{where}: [workload] file '{table['file']}' does not exist")
-    table["file"] = str(file)
-    readers = [e for e in host.registries["workload"].values() if file.suffix in getattr(e.resolve(), "suffixes", ())]
-    if len(readers) != 1:
-        names = ", ".join(e.name for e in readers) or "none"
+    readers, broken = {}, []
+    for entry in host.registries["workload"].values():
+        try:
+            suffixes = getattr(entry.resolve(), "suffixes", None)
+        except OptmapError:
+            broken.append(entry.name)  # a broken plugin must not block files other readers load
+            continue
+        if suffixes:
+            readers[entry.name] = tuple(suffixes)
+    matching = [name for name, suffixes in readers.items() if file.suffix.lower() in suffixes]
+    if len(matching) == 1:
+        return host.registries["workload"][matching[0]]
+    known = "; ".join(f"{name} reads {', '.join(s)}" for name, s in sorted(readers.items())) or "none registered"
+    if broken:
+        known += f"; could not import {', '.join(sorted(broken))}"
+    if matching:
         raise OptmapError(
-            f"{where}: [workload] cannot tell which reader loads '{file.name}' (candidates: {names}); "
+            f"{where}: [workload] several readers load '{file.suffix}' files ({', '.join(matching)}); "
             f"add model = \"<reader>\""
         )
-    return readers[0]
+    raise OptmapError(
+        f"{where}: [workload] file '{file.name}': no workload reader loads '{file.suffix or '(no suffix)'}' "
+        f"files ({known}); add model = \"<reader>\" or convert the file"
+    )
 
 
-def _build_system(where: str, table: dict, host: Host):
+def _build_workload(where: str, table: dict, host: Host, base: Path | None):
+    from optmap.workload import Workload
+
+    entry = _workload_entry(where, table, host, base)
+    what = f"{where}: [workload] model '{entry.name}'"
+    workload = _call(what, entry, table, section_keys=("model", "file") if "file" in table else ("model",))
+    return _check_returned(what, entry, workload, Workload)
+
+
+def _groups(where: str, groups_raw: Any, host: Host) -> list:
     from optmap.system import GroupSpec
 
-    topology = _pop_name(where, "system", table, "topology", host, "topology")
-    groups_raw = table.pop("groups", None)
-    if not isinstance(groups_raw, list) or not groups_raw:
-        raise OptmapError(f"{where}: [system] needs at least one [[system.groups]] with accelerator and count")
+    example = "add [[system.groups]] tables with accelerator = \"<name>\" and count = N"
+    if groups_raw is None:
+        raise OptmapError(f"{where}: [system] has no groups; {example}")
+    if not isinstance(groups_raw, list):
+        raise OptmapError(f"{where}: [system] groups must be a list of tables, got {_short(groups_raw)}; {example}")
+    if not groups_raw:
+        raise OptmapError(f"{where}: [system] groups is empty; {example}")
     groups = []
     for i, group in enumerate(groups_raw):
         at = f"{where}: [[system.groups]] #{i + 1}"
         if not isinstance(group, dict):
-            raise OptmapError(f"{at}: must be a table with accelerator and count")
-        unknown = set(group) - {"accelerator", "count"}
+            raise OptmapError(f"{at}: must be a table with accelerator and count, got {_short(group)}")
+        unknown = sorted(set(group) - {"accelerator", "count"})
         if unknown:
-            raise OptmapError(f"{at}: unknown key '{sorted(unknown)[0]}'; valid keys: accelerator, count")
-        if "accelerator" not in group or "count" not in group:
-            raise OptmapError(f"{at}: needs both accelerator = \"...\" and count = N")
+            raise OptmapError(f"{at}: {unknown_key(unknown[0], ('accelerator', 'count'))}")
+        for key, hint in (("accelerator", 'accelerator = "<name>"'), ("count", "count = N (devices)")):
+            if key not in group:
+                raise OptmapError(f"{at}: missing key '{key}'; add {hint}")
         count = group["count"]
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise OptmapError(f"{at}: count must be a whole number >= 1, got {count!r}")
+            raise OptmapError(f"{at}: count must be a whole number >= 1, got {_short(count)}")
+        name = group["accelerator"]
+        if not isinstance(name, str):
+            raise OptmapError(f"{at}: accelerator must be a string naming an accelerator, got {_short(name)}")
         try:
-            accelerator = host.get("accelerator", str(group["accelerator"])).resolve()
+            entry = host.get("accelerator", name)
         except OptmapError as exc:
-            raise OptmapError(f"{at}: {exc}") from None
+            raise OptmapError(f"{at}: accelerator: {exc}") from None
+        from optmap.system import Accelerator
+
+        what = f"{at}: accelerator '{name}'"
+        accelerator = _check_returned(what, entry, _resolve(what, entry), Accelerator)
         groups.append(GroupSpec(accelerator=accelerator, count=count))
-    return call_with_options(f"{where}: [system] topology '{topology.name}'", topology.resolve(), table, groups)
+    return groups
 
 
-def _objectives(where: str, table: dict, metrics: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = set(table) - {"minimize"}
+def _build_system(where: str, table: dict, host: Host):
+    from optmap.system import System
+
+    topology = _pop_name(where, "system", table, "topology", host, "topology")
+    groups = _groups(where, table.pop("groups", None), host)
+    what = f"{where}: [system] topology '{topology.name}'"
+    system = _call(what, topology, table, groups, section_keys=("topology", "groups"))
+    return _check_returned(what, topology, system, System)
+
+
+def _build_cost_model(where: str, table: dict, host: Host, workload, system):
+    entry = _pop_name(where, "cost", table, "model", host, "cost_model")
+    what = f"{where}: [cost] model '{entry.name}'"
+    cost_model = _call(what, entry, table, workload, system, section_keys=("model",))
+    return entry, _check_returned(what, entry, cost_model, ("space", "metrics", "evaluate"))
+
+
+def _objectives(where: str, table: dict, metrics: tuple[str, ...], cost_name: str) -> tuple[str, ...]:
+    unknown = sorted(set(table) - {"minimize"})
     if unknown:
-        raise OptmapError(f"{where}: [objective] unknown key '{sorted(unknown)[0]}'; valid keys: minimize")
+        raise OptmapError(f"{where}: [objective] {unknown_key(unknown[0], ('minimize',))}")
     names = table.get("minimize", ["time"])
     if isinstance(names, str):
         names = [names]
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise OptmapError(f"{where}: [objective] minimize must be a list of metric names, e.g. [\"time\"]")
+        raise OptmapError(
+            f"{where}: [objective] minimize must be a non-empty list of metric names, e.g. [\"time\"], "
+            f"got {_short(names)}"
+        )
     for name in names:
         if name not in metrics:
-            raise OptmapError(f"{where}: [objective] unknown metric '{name}'{did_you_mean(name, metrics)}")
+            hint = did_you_mean(name, metrics).replace("valid names", f"metrics of cost model '{cost_name}'")
+            raise OptmapError(f"{where}: [objective] minimize: unknown metric '{name}'{hint}")
+    if len(set(names)) != len(names):
+        raise OptmapError(f"{where}: [objective] minimize lists a metric twice: {_short(names)}")
     return tuple(names)
 
 
-def _constraints(where: str, table: dict, metrics: tuple[str, ...]) -> dict[str, float]:
+def _constraints(where: str, table: dict, metrics: tuple[str, ...], cost_name: str) -> dict[str, float]:
     limits = {}
     for key, value in table.items():
         metric = key.removeprefix("max_")
         if not key.startswith("max_") or metric not in metrics:
+            valid = ["max_" + m for m in metrics]
             raise OptmapError(
-                f"{where}: [constraints] unknown key '{key}'; use max_<metric> with a metric of "
-                f"this cost model: {', '.join('max_' + m for m in metrics)}"
+                f"{where}: [constraints] {unknown_key(key, valid)} (max_<metric> for a metric of "
+                f"cost model '{cost_name}')"
             )
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise OptmapError(f"{where}: [constraints] {key} must be a number, got {value!r}")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise OptmapError(f"{where}: [constraints] {key} must be a finite number, got {_short(value)}")
         limits[metric] = float(value)
     return limits
 
 
-def _search(where: str, table: dict, host: Host) -> SearchDefaults:
+def _budget(where: str, raw: Any) -> Budget:
+    if not isinstance(raw, dict):
+        raise OptmapError(
+            f"{where}: [search] budget must be a table such as {{ evaluations = 1000, seconds = 60 }}, "
+            f"got {_short(raw)}"
+        )
+    unknown = sorted(set(raw) - {"evaluations", "seconds"})
+    if unknown:
+        raise OptmapError(f"{where}: [search] budget: {unknown_key(unknown[0], ('evaluations', 'seconds'))}")
+    evaluations, seconds = raw.get("evaluations"), raw.get("seconds")
+    if evaluations is not None and (
+        isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 1
+    ):
+        raise OptmapError(
+            f"{where}: [search] budget.evaluations must be a whole number >= 1, got {_short(evaluations)}"
+        )
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0
+    ):
+        raise OptmapError(f"{where}: [search] budget.seconds must be a number > 0, got {_short(seconds)}")
+    return Budget(evaluations=evaluations, seconds=float(seconds) if seconds is not None else None)
+
+
+def _search(where: str, table: dict, host: Host, cost_model: Any, cost_name: str) -> SearchDefaults:
     engine = table.pop("engine", "exhaustive")
     seed = table.pop("seed", 0)
-    budget_raw = table.pop("budget", {})
+    budget = _budget(where, table.pop("budget", {}))
     if not isinstance(engine, str):
-        raise OptmapError(f"{where}: [search] engine must be a string")
+        raise OptmapError(f"{where}: [search] engine must be a string naming a search engine, got {_short(engine)}")
+    try:
+        engine_entry = host.get("search_engine", engine)
+    except OptmapError as exc:
+        raise OptmapError(f"{where}: [search] engine: {exc}") from None
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise OptmapError(f"{where}: [search] seed must be a whole number >= 0, got {seed!r}")
-    if not isinstance(budget_raw, dict) or set(budget_raw) - {"evaluations", "seconds"}:
-        raise OptmapError(f"{where}: [search] budget must be a table with evaluations and/or seconds")
-    for key, value in budget_raw.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise OptmapError(f"{where}: [search] budget.{key} must be a positive number, got {value!r}")
-    budget = Budget(
-        evaluations=int(budget_raw["evaluations"]) if "evaluations" in budget_raw else None,
-        seconds=float(budget_raw["seconds"]) if "seconds" in budget_raw else None,
-    )
+        raise OptmapError(f"{where}: [search] seed must be a whole number >= 0, got {_short(seed)}")
     engines = host.registries["search_engine"]
     options = {}
     for key, value in table.items():
-        if key not in engines or not isinstance(value, dict):
+        if key not in engines:
+            valid = ("engine", "seed", "budget")
+            hint = suggestion(key, (*valid, *engines)) or ";"
             raise OptmapError(
-                f"{where}: [search] unknown key '{key}'; valid keys: engine, seed, budget, or a "
-                f"table [search.<engine>] of engine options{did_you_mean(key, engines)}"
+                f"{where}: [search] unknown key '{key}'{hint} valid keys: {', '.join(valid)}, or a table "
+                f"[search.<engine>] of one engine's options (engines: {', '.join(sorted(engines))})"
             )
+        if not isinstance(value, dict):
+            raise OptmapError(
+                f"{where}: [search] '{key}' must be a table [search.{key}] of engine options, got {_short(value)}"
+            )
+        what = f"{where}: [search.{key}]"
+        validate_options(what, _resolve(what, engines[key]), value)
         options[key] = value
+    factory = _resolve(f"{where}: [search] engine '{engine}'", engine_entry)
+    requires = getattr(factory, "requires", ())  # a class attribute; instances are checked at run time
+    requires = requires if isinstance(requires, (set, frozenset, tuple, list)) else ()
+    missing = sorted(set(requires) - set(getattr(cost_model, "capabilities", ())))
+    if missing:
+        raise OptmapError(
+            f"{where}: [search] engine '{engine}' needs the capability '{missing[0]}', which cost model "
+            f"'{cost_name}' does not offer; choose another engine (e.g. exhaustive or random)"
+        )
     return SearchDefaults(engine=engine, seed=seed, budget=budget, engine_options=options)
 
 
 def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple[str, ...] = ()) -> Problem:
-    """Validate a raw spec table and build everything it names."""
+    """Validate a raw spec table and build everything it names.
+
+    Checks run in file order (top-level keys, [workload], [system], [cost], [objective],
+    [constraints], [search]); the first problem found is raised as a one-line OptmapError that
+    names the file, the section and the key.
+    """
     where = str(path) if path else "problem"
     unknown = [key for key in spec if key not in SECTIONS]
     if unknown:
         raise OptmapError(f"{where}: unknown top-level key '{unknown[0]}'{did_you_mean(unknown[0], SECTIONS)}")
+    name = spec.get("name", path.stem if path else "problem")
+    if not isinstance(name, str) or not name.strip():
+        raise OptmapError(f"{where}: name must be a non-empty string, got {_short(name)}")
+    description = spec.get("description", "")
+    if not isinstance(description, str):
+        raise OptmapError(f"{where}: description must be a string, got {_short(description)}")
+    tables = {key: _table(where, spec, key, key in REQUIRED) for key in SECTIONS[2:]}
     host = load_host(plugins)
     base = path.parent if path else None
-    workload_table = _table(where, spec, "workload", True)
-    entry = _workload_entry(where, workload_table, host, base)
-    workload = call_with_options(f"{where}: [workload] '{entry.name}'", entry.resolve(), workload_table)
-    system = _build_system(where, _table(where, spec, "system", True), host)
-    cost_table = _table(where, spec, "cost", True)
-    cost_entry = _pop_name(where, "cost", cost_table, "model", host, "cost_model")
-    cost_model = call_with_options(f"{where}: [cost] '{cost_entry.name}'", cost_entry.resolve(), cost_table, workload, system)
+    workload = _build_workload(where, tables["workload"], host, base)
+    system = _build_system(where, tables["system"], host)
+    cost_entry, cost_model = _build_cost_model(where, tables["cost"], host, workload, system)
     metrics = tuple(cost_model.metrics)
-    name = spec.get("name", path.stem if path else "problem")
-    if not isinstance(name, str):
-        raise OptmapError(f"{where}: name must be a string")
     return Problem(
         name=name,
         path=path,
@@ -241,9 +430,9 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
         workload=workload,
         system=system,
         cost_model=cost_model,
-        objectives=_objectives(where, _table(where, spec, "objective", False), metrics),
-        constraints=_constraints(where, _table(where, spec, "constraints", False), metrics),
-        search=_search(where, _table(where, spec, "search", False), host),
+        objectives=_objectives(where, tables["objective"], metrics, cost_entry.name),
+        constraints=_constraints(where, tables["constraints"], metrics, cost_entry.name),
+        search=_search(where, tables["search"], host, cost_model, cost_entry.name),
         host=host,
     )
 

@@ -9,14 +9,25 @@ from optmap.options import options_schema
 
 
 def _variants(host, kind: str, key: str, skip: int) -> list[dict[str, Any]]:
+    """One object schema per registered name: its options plus ``key = "<name>"``.
+
+    A workload reader (a factory with ``suffixes``) may omit ``model`` when ``file`` has one of
+    its suffixes, as :func:`optmap.problem.build_problem` picks the reader by suffix.
+    """
     variants = []
     for name in host.names(kind):
-        schema = options_schema(host.registries[kind][name].resolve(), skip)
+        entry = host.registries[kind][name]
+        factory = entry.resolve()
+        schema = options_schema(factory, skip)
         schema.pop("title", None)
         schema.setdefault("properties", {})[key] = {"const": name}
-        schema["required"] = sorted(set(schema.get("required", [])) | {key})
+        required = set(schema.get("required", [])) | {key}
+        if kind == "workload" and getattr(factory, "suffixes", None) and "file" in schema["properties"]:
+            required.discard(key)
+        schema["required"] = sorted(required)
         schema["additionalProperties"] = False
-        variants.append({"title": name, **schema})
+        description = entry.summary
+        variants.append({"title": name, **({"description": description} if description else {}), **schema})
     return variants
 
 

@@ -1,0 +1,180 @@
+"""The command line: fast start, schema, validate / show / run, ``--set`` and ``--json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from optmap.host import KINDS, load_host
+
+ROOT = Path(__file__).resolve().parents[1]
+_SCRIPT = Path(sys.executable).with_name("optmap")  # the console script users run
+OPTMAP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "optmap.cli"]
+HEAVY = ("numpy", "pydantic", "networkx", "pymoo", "optuna", "dask", "matplotlib", "scipy", "pandas")
+HETERO_VGG19 = ROOT / "problems" / "accpar" / "hetero-vgg19.toml"
+
+SMALL = """\
+name = "vgg11 on 4 tpu-v3"
+[workload]
+model = "vgg11"
+batch = 32
+dtype = "bf16"
+[system]
+topology = "ring"
+latency_us = 0.0
+[[system.groups]]
+accelerator = "tpu-v3"
+count = 4
+[cost]
+model = "accpar"
+[objective]
+minimize = ["time"]
+[search]
+engine = "accpar"
+seed = 0
+budget = { evaluations = 100 }
+"""
+
+
+def optmap_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([*OPTMAP, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL)
+    return path
+
+
+def best_of(args: list[str], repeat: int = 3) -> float:
+    """Best wall time of ``repeat`` runs of the console script (best-of filters a busy machine)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run([*OPTMAP, *args], capture_output=True, text=True, timeout=60)
+        times.append(time.perf_counter() - start)
+        assert proc.returncode == 0, proc.stderr
+    return min(times)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plugins"]], ids=["help", "plugins"])
+def test_starts_fast(args):
+    seconds = best_of(args)
+    print(f"optmap {' '.join(args)}: {seconds:.3f} s wall (best of 3)")
+    assert seconds < 2.0
+
+
+def test_import_cli_is_light():
+    code = f"import sys, optmap.cli; print([m for m in {HEAVY!r} if m in sys.modules])"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_plugins_does_not_import_search_libraries():
+    """`optmap plugins` loads our plugin packages (networkx, numpy are fine) but no search library."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from optmap.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    code = main(['plugins'])\n"
+        "assert code == 0\n"
+        "print([m for m in ('pymoo', 'optuna', 'dask', 'matplotlib', 'pydantic') if m in sys.modules])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_plugins_lists_every_name_with_a_summary():
+    proc = optmap_cli("plugins")
+    assert proc.returncode == 0, proc.stderr
+    host = load_host()
+    for kind in KINDS:
+        for name, entry in host.registries[kind].items():
+            assert name in proc.stdout
+            assert entry.summary, f"{kind} '{name}' has no summary"
+
+
+def test_schema_is_json_with_every_plugin():
+    proc = optmap_cli("schema")
+    assert proc.returncode == 0, proc.stderr
+    schema = json.loads(proc.stdout)
+    assert schema["required"] == ["workload", "system", "cost"]
+    properties = schema["properties"]
+    titles = {
+        "workload": {v["title"] for v in properties["workload"]["anyOf"]},
+        "topology": {v["title"] for v in properties["system"]["anyOf"]},
+        "cost_model": {v["title"] for v in properties["cost"]["anyOf"]},
+        "search_engine": set(properties["search"]["properties"]["engine"]["enum"]),
+        "accelerator": set(properties["system"]["anyOf"][0]["properties"]["groups"]["items"]["properties"]
+                           ["accelerator"]["enum"]),
+    }
+    host = load_host()
+    for kind in KINDS:
+        assert titles[kind] == set(host.names(kind)), kind
+    for name in host.names("search_engine"):
+        assert name in properties["search"]["properties"]  # a [search.<engine>] options table
+
+
+def test_schema_accepts_the_shipped_problems():
+    """The shipped problems satisfy the schema, if a JSON Schema validator is installed."""
+    jsonschema = pytest.importorskip("jsonschema")
+    import tomllib
+
+    from optmap.schema import problem_schema
+
+    validator = jsonschema.Draft202012Validator(problem_schema())
+    for path in sorted((ROOT / "problems").rglob("*.toml")):
+        errors = list(validator.iter_errors(tomllib.loads(path.read_text())))
+        assert not errors, (path, errors[0].message)
+
+
+def test_validate_hetero_vgg19():
+    proc = optmap_cli("validate", str(HETERO_VGG19))
+    assert proc.returncode == 0, proc.stderr
+    assert "ok (accpar-hetero-vgg19" in proc.stdout
+
+
+def test_show(small: Path):
+    proc = optmap_cli("show", str(small))
+    assert proc.returncode == 0, proc.stderr
+    assert "workload vgg11: batch 32" in proc.stdout
+    assert "features.0" in proc.stdout  # a layer row
+    assert "system: ring, 4 accelerators" in proc.stdout
+    assert "design space" in proc.stdout
+
+
+def test_set_takes_effect(small: Path):
+    proc = optmap_cli("show", str(small), "--set", "workload.batch=64", "--set", "system.latency_us=2.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "workload vgg11: batch 64" in proc.stdout
+
+    import optmap
+
+    problem = optmap.load(small, ["workload.batch=64", "search.budget={ evaluations = 7 }"])
+    assert problem.workload.batch == 64
+    assert problem.search.budget.evaluations == 7
+    assert problem.spec["workload"]["batch"] == 64
+
+
+def test_run_writes_json_with_the_plan(small: Path, tmp_path: Path):
+    out = tmp_path / "out" / "result.json"
+    proc = optmap_cli("run", str(small), "--set", "workload.batch=64", "--json", str(out), "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert str(out) in proc.stdout
+    result = json.loads(out.read_text())
+    assert result["engine"] == "accpar"
+    assert result["problem"]["workload"]["batch"] == 64
+    assert result["values"]["time"] > 0
+    assert result["mapping"]
+    assert result["report"]["plan"]
+    assert result["report"]["layers"]
