@@ -81,10 +81,10 @@ EXPECTED: dict[str, list[str]] = {
     "dtype_unknown": ["[workload] model 'vgg11'", "unknown dtype 'fp7'", "did you mean"],
     "phase_unknown": ["[workload] model 'vgg11'", "unknown phase 'trainng'", "did you mean 'training'?"],
     # system
-    "bandwidth_zero": ["[system] topology 'ring'", "bandwidth_gbps must be a number > 0 (Gb/s)", "got 0"],
-    "bandwidth_negative": ["[system] topology 'ring'", "bandwidth_gbps must be a number > 0", "got -100"],
+    "bandwidth_zero": ["[system] topology 'ring'", "key 'bandwidth_gbps': input should be greater than 0", "got 0"],
+    "bandwidth_negative": ["[system] topology 'ring'", "key 'bandwidth_gbps': input should be greater than 0", "got -100"],
     "bandwidth_not_a_number": ["[system] topology 'ring'", "key 'bandwidth_gbps'", "valid number", "got 'fast'"],
-    "latency_negative": ["[system] topology 'ring'", "latency_us must be a number >= 0", "got -1"],
+    "latency_negative": ["[system] topology 'ring'", "key 'latency_us': input should be greater than or equal to 0", "got -1"],
     "torus_shape_mismatch": ["[system] topology 'torus2d'", "shape [3, 3] holds 9 devices", "groups give 4"],
     "groups_empty": ["[system] groups is empty", "[[system.groups]]", "count = N"],
     "groups_missing": ["[system] has no groups", "[[system.groups]]"],
@@ -188,7 +188,7 @@ BAD_SETS = {
     "system.groups.count=2": ["'system.groups' is a list, not a table"],
     "workload.batch=big": ["homog-lenet.toml", "[workload] model 'lenet-caffe'", "key 'batch'", "got 'big'"],
     "workload.bacth=64": ["homog-lenet.toml", "unknown key 'bacth'", "did you mean 'batch'?"],
-    "system.bandwidth_gbps=0": ["homog-lenet.toml", "bandwidth_gbps must be a number > 0"],
+    "system.bandwidth_gbps=0": ["homog-lenet.toml", "key 'bandwidth_gbps': input should be greater than 0"],
 }
 
 

@@ -23,11 +23,16 @@ Shared rules:
 
 
 import math
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
+
+from annotated_types import Ge, Gt
 
 from optmap.errors import OptmapError
 from optmap.system import Accelerator, GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
+
+Gbps = Annotated[float, Gt(0)]  # a bandwidth option in Gb/s, > 0
+Microseconds = Annotated[float, Ge(0)]  # a latency option in µs, >= 0
 
 # Above this many devices, fully-connected and hierarchical systems use switch nodes by default.
 SWITCH_ABOVE = 64
@@ -69,8 +74,8 @@ def _system(devices, groups, graph, topology: str, params: dict[str, Any]) -> Sy
 def fully_connected(
     groups: list[GroupSpec],
     *,
-    bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
+    bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
     switch: bool | None = None,
 ) -> System:
     """Every device reaches every other in one link (or through one non-blocking switch).
@@ -117,8 +122,8 @@ def _line(name: str, groups, bandwidth_gbps, latency_us, wrap: bool) -> System:
 def ring(
     groups: list[GroupSpec],
     *,
-    bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
+    bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
 ) -> System:
     """A bidirectional ring 0-1-…-(n-1)-0 (n links for n >= 3; two devices share one link)."""
     return _line("ring", groups, bandwidth_gbps, latency_us, wrap=True)
@@ -127,8 +132,8 @@ def ring(
 def chain(
     groups: list[GroupSpec],
     *,
-    bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
+    bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
 ) -> System:
     """A 1-D chain 0-1-…-(n-1) (n-1 links), e.g. FPDeep's FPGA chain."""
     return _line("chain", groups, bandwidth_gbps, latency_us, wrap=False)
@@ -207,9 +212,9 @@ def mesh2d(
     groups: list[GroupSpec],
     *,
     shape: list[int] | None = None,
-    x_bandwidth_gbps: float | None = None,
-    y_bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
+    x_bandwidth_gbps: Gbps | None = None,
+    y_bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
 ) -> System:
     """A 2-D mesh of shape [X, Y] (default: the most square factorisation, X >= Y).
 
@@ -224,9 +229,9 @@ def torus2d(
     groups: list[GroupSpec],
     *,
     shape: list[int] | None = None,
-    x_bandwidth_gbps: float | None = None,
-    y_bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
+    x_bandwidth_gbps: Gbps | None = None,
+    y_bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
 ) -> System:
     """A 2-D torus: a mesh2d plus wrap-around links in every dimension longer than 2."""
     return _grid("torus2d", groups, shape, x_bandwidth_gbps, y_bandwidth_gbps, latency_us, wrap=True)
@@ -235,10 +240,10 @@ def torus2d(
 def hierarchical(
     groups: list[GroupSpec],
     *,
-    bandwidth_gbps: float | None = None,
-    inter_bandwidth_gbps: float | None = None,
-    latency_us: float = 1.0,
-    inter_latency_us: float = 1.0,
+    bandwidth_gbps: Gbps | None = None,
+    inter_bandwidth_gbps: Gbps | None = None,
+    latency_us: Microseconds = 1.0,
+    inter_latency_us: Microseconds = 1.0,
     switch: bool | None = None,
 ) -> System:
     """Groups as the top level: fully connected inside each group, groups linked to each other.
