@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,13 @@ def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="problem file (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="override a key of the problem file (repeatable), e.g. workload.batch=256")
+
+
+def _add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="score batches in N local processes (for cost models without a vectorised evaluator)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="score batches on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, help="random seed (default: the file's [search] seed)")
     run.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
+    run.add_argument("--resume", action="store_true",
+                     help="continue from the checkpoint (ga, optuna) or join the stored Optuna study")
+    run.add_argument("--checkpoint", metavar="FILE", help="checkpoint file of a resumable engine "
+                     "(default: next to the result, <result>.checkpoint.json)")
+    run.add_argument("--checkpoint-every", type=float, default=10.0, metavar="SECONDS",
+                     help="save the checkpoint at most this often while searching (default 10)")
+    run.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///study.db or "
+                     "postgresql://user:pass@host/db, shared by several optmap processes")
+    run.add_argument("--study", metavar="NAME", help="Optuna study name (default: the problem's name)")
+    _add_parallel_arguments(run)
 
     compare = commands.add_parser("compare", help="run several engines side by side")
     _add_problem_arguments(compare)
@@ -39,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", metavar="OUT", help="write the table and every run as JSON")
     compare.add_argument("--csv", metavar="OUT", help="write the table as CSV")
     compare.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
+    _add_parallel_arguments(compare)
 
     commands.add_parser("plugins", help="list the plugins and what they register")
     validate = commands.add_parser("validate", help="check a problem file")
@@ -50,15 +69,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Progress:
-    """A rich progress bar that appears only once a search has run for a second."""
+    """A rich progress bar that appears only once a search has run for a second.
 
-    def __init__(self, label: str) -> None:
+    When standard error is not a terminal (a log file, a batch job) it prints a plain line
+    instead, after the first second and then every ``every`` seconds.
+    """
+
+    def __init__(self, label: str, every: float = 5.0) -> None:
         self.label = label
         self.bar = None
         self.task = None
         self.started = time.perf_counter()
+        self.every = every
+        self.logged = None
+        self.plain = not sys.stderr.isatty()
+
+    def restart(self, label: str) -> None:
+        self.close()
+        self.label = label
+        self.started = time.perf_counter()
+        self.logged = None
+
+    def _log(self, evaluator) -> None:
+        now = time.perf_counter()
+        if now - self.started < 1.0 or (self.logged is not None and now - self.logged < self.every):
+            return
+        self.logged = now
+        best = evaluator.best_f[0] if evaluator.best_f is not None else float("nan")
+        total = evaluator.budget.evaluations
+        done = f"{evaluator.evaluations:,}" + (f"/{total:,}" if total else "")
+        print(f"{self.label}: {done} evaluations, best {best:.6g}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
 
     def __call__(self, evaluator) -> None:
+        if self.plain:
+            self._log(evaluator)
+            return
         if self.bar is None:
             if time.perf_counter() - self.started < 1.0:
                 return
@@ -81,6 +126,20 @@ def _default_output(problem, engine: str, seed: int) -> Path:
     return Path("optmap-results") / problem.name.replace(" ", "_").replace("/", "_") / f"{engine}-seed{seed}.json"
 
 
+def _engine_options(problem, engine: str, args) -> dict:
+    """--storage / --study as options of the engine, which must have them (optuna)."""
+    given = {key: value for key, value in (("storage", args.storage), ("study", args.study)) if value is not None}
+    if not given:
+        return {}
+    from optmap.options import options_model
+
+    fields = options_model(problem.host.get("search_engine", engine).resolve()).model_fields
+    for key in given:
+        if key not in fields:
+            raise OptmapError(f"--{key} applies to engines with a '{key}' option (optuna), not '{engine}'")
+    return given
+
+
 def cmd_run(args) -> int:
     from optmap.problem import load
     from optmap.report import console, layer_table, result_table, write_json
@@ -89,10 +148,14 @@ def cmd_run(args) -> int:
     problem = load(args.file, args.set, args.plugin)
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
+    options = _engine_options(problem, engine, args)
     progress = _Progress(f"{engine}")
     out = Path(args.json) if args.json else _default_output(problem, engine, seed)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else out.with_name(out.stem + ".checkpoint.json")
     try:
-        result = solve(problem, engine=engine, seed=seed, progress=progress)
+        result = solve(problem, engine=engine, seed=seed, options=options, progress=progress,
+                       checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every,
+                       workers=args.workers, scheduler=args.scheduler)
     except SearchFailed as failure:
         progress.close()
         write_json(out, {"problem": problem.spec, **failure.result.to_json()})
@@ -106,6 +169,12 @@ def cmd_run(args) -> int:
     if layers is not None and not args.quiet:
         terminal.print(layers)
     terminal.print(f"result written to {out}")
+    if result.stopped == "interrupted":
+        saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
+        again = [word for word in args.argv if word != "--resume"] + ["--resume"]
+        print(f"interrupted after {result.evaluations:,} evaluations{saved}; continue with: "
+              f"{shlex.join(['optmap', *again])}", file=sys.stderr)
+        return 128 + int(result.extra.get("signal", 2))
     return 0
 
 
@@ -116,13 +185,20 @@ def cmd_compare(args) -> int:
 
     problem = load(args.file, args.set, args.plugin)
     engines = [name.strip() for name in args.search.split(",") if name.strip()]
-    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [problem.search.seed]
-    for name in engines:
-        problem.host.get("search_engine", name)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds else [problem.search.seed]
+    except ValueError:
+        raise OptmapError(f"--seeds '{args.seeds}': expected comma-separated whole numbers, e.g. 0,1,2") from None
+    if args.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'")
     progress = _Progress("compare")
     terminal = console()
     table = compare(problem, engines, seeds, baseline=args.baseline or engines[0], progress=progress,
-                    on_run=lambda run: progress.close())
+                    on_start=lambda name, seed: progress.restart(f"{name} (seed {seed})"),
+                    workers=args.workers, scheduler=args.scheduler)
     progress.close()
     terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
                               f"{table.best_known:.6g})", table.rows))
@@ -130,8 +206,8 @@ def cmd_compare(args) -> int:
         table.write_json(args.json)
         terminal.print(f"table and runs written to {args.json}")
     if args.csv:
-        table.write_csv(args.csv)
-        terminal.print(f"table written to {args.csv}")
+        table_path, history_path = table.write_csv(args.csv)
+        terminal.print(f"table written to {table_path}, every run's history to {history_path}")
     if args.plot:
         table.plot(args.plot)
         terminal.print(f"convergence plot written to {args.plot}")
@@ -196,6 +272,7 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plugins": cmd_plugins, "val
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return COMMANDS[args.command](args)
     except OptmapError as exc:

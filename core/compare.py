@@ -1,7 +1,22 @@
-"""Engines side by side: every engine × seed under one budget on one problem's cost model."""
+"""Engines side by side: every engine × seed under one budget on one problem's cost model.
+
+Each run is exactly ``optmap.solve(problem, engine, seed, budget)``, so a row's numbers are those
+of the individual runs (``optmap run --search E --seed S``). The summary is on the first
+objective:
+
+- best (mean, min, max over seeds) and the gap of the mean to the best known value: the exact
+  optimum when an engine marked ``exact`` completed (e.g. exhaustive), else the best any run found;
+- how many runs came within 1 % of the best known value, and the evaluations and seconds they
+  needed (mean over those runs);
+- evaluations and wall seconds per run; the speedup of the baseline's value over each engine's.
+
+An engine that fails (say, no feasible mapping within the budget) is counted in ``failed`` and
+the comparison goes on; every engine is built (options, capabilities) before any run starts.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -11,8 +26,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from optmap.errors import OptmapError
 from optmap.problem import Problem
-from optmap.run import make_engine, solve
+from optmap.run import SearchFailed, make_engine, solve
 from optmap.search import Budget, SearchResult
 
 CLOSE = 0.01  # "within 1 % of the best known value"
@@ -41,44 +57,80 @@ class Comparison:
             "runs": [run.to_json() for run in self.runs],
         }
 
-    def write_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1, default=float))
+    def write_json(self, path: str | Path) -> Path:
+        """The table and every run (mapping, report, history) in one file."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_json(), indent=1, default=float))
+        return path
 
-    def write_csv(self, path: str | Path) -> None:
+    def write_csv(self, path: str | Path) -> tuple[Path, Path]:
+        """The table to ``path`` and every run's history to ``<path stem>.history.csv``."""
+        path = Path(path)
         with open(path, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(self.rows[0]))
             writer.writeheader()
             writer.writerows(self.rows)
+        history = path.with_name(path.stem + ".history.csv")
+        with open(history, "w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["engine", "seed", "evaluations", "seconds", f"best_{self.objective}"])
+            for run in self.runs:
+                writer.writerows([run.engine, run.seed, h.evaluations, h.seconds, h.best] for h in run.history)
+        return path, history
 
-    def plot(self, path: str | Path) -> None:
-        """Best-so-far against evaluations, one line per engine (seed 0's run, others faint)."""
+    def plot(self, path: str | Path) -> Path:
+        """Best-so-far against evaluations, one line per engine.
+
+        The line is the median over seeds (band: min to max); an engine that scores a single
+        plan (a fixed plan, a DP) is a dashed horizontal line at its value.
+        """
         try:
             import matplotlib
 
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            from optmap.errors import OptmapError
-
             raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
-        figure, axes = plt.subplots(figsize=(7, 4.5))
-        colours = {}
-        for run in self.runs:
-            points = [(h.evaluations, h.best) for h in run.history if math.isfinite(h.best)]
-            if not points:
+        figure, axes = plt.subplots(figsize=(7.5, 4.8))
+        engines = list(dict.fromkeys(run.engine for run in self.runs))
+        longest = max((run.evaluations for run in self.runs), default=1)
+        positive = True
+        for index, name in enumerate(engines):
+            colour = f"C{index % 10}"
+            mine = [r for r in self.runs if r.engine == name and r.values]
+            if not mine:
                 continue
-            x, y = zip(*points)
-            colour = colours.setdefault(run.engine, f"C{len(colours) % 10}")
-            label = run.engine if run.engine not in [l.get_label() for l in axes.lines] else None
-            axes.step(x, y, where="post", color=colour, label=label, alpha=0.9)
-        axes.set_xscale("symlog")
+            positive &= all(r.values[self.objective] > 0 for r in mine)
+            if max(r.evaluations for r in mine) <= 1 or max(len(r.history) for r in mine) <= 1:
+                value = float(np.median([r.values[self.objective] for r in mine]))
+                axes.axhline(value, color=colour, linestyle="--", linewidth=1.2, label=name)
+                continue
+            grid = np.unique(np.concatenate([[h.evaluations for h in r.history] for r in mine]))
+            curves = np.array([_best_at(r, grid) for r in mine])
+            axes.step(grid, np.median(curves, 0), where="post", color=colour, label=name)
+            if len(mine) > 1:
+                axes.fill_between(grid, curves.min(0), curves.max(0), step="post", color=colour, alpha=0.15)
+        axes.set_xscale("log")
+        axes.set_xlim(1, max(longest, 10))
+        if positive:
+            axes.set_yscale("log")
+        axes.axhline(self.best_known, color="black", linewidth=0.6, linestyle=":")
         axes.set_xlabel("evaluations")
         axes.set_ylabel(f"best {self.objective}")
-        axes.set_title(self.problem)
-        axes.legend()
+        axes.set_title(f"{self.problem} ({self.best_known_source} {self.best_known:.5g})", fontsize=10)
+        axes.legend(fontsize=8)
         figure.tight_layout()
         figure.savefig(path, dpi=120)
         plt.close(figure)
+        return Path(path)
+
+
+def _best_at(run: SearchResult, grid: np.ndarray) -> np.ndarray:
+    """A run's best-so-far after each number of evaluations in ``grid`` (inf before its first)."""
+    evaluations = np.array([h.evaluations for h in run.history])
+    best = np.array([h.best for h in run.history])
+    index = np.searchsorted(evaluations, grid, side="right") - 1
+    return np.where(index >= 0, best[np.maximum(index, 0)], np.inf)
 
 
 def _first_within(run: SearchResult, target: float) -> tuple[float, float]:
@@ -86,6 +138,22 @@ def _first_within(run: SearchResult, target: float) -> tuple[float, float]:
         if point.best <= target:
             return point.evaluations, point.seconds
     return math.nan, math.nan
+
+
+def _is_exact(engine, run: SearchResult) -> bool:
+    """An exact engine's answer is the optimum only if it finished: its own ``complete`` fact
+    when it reports one (exhaustive enumerates the whole space whatever the budget), else a
+    run that was not cut short."""
+    if not getattr(engine, "exact", False) or run.stopped == "interrupted" or run.stopped.startswith("error"):
+        return False
+    return bool(run.extra.get("complete", run.stopped == "complete"))
+
+
+def _mean(values) -> float | int:
+    """Mean of the non-NaN values (NaN if none), as an int when whole (evaluation counts)."""
+    values = [v for v in values if not math.isnan(v)]
+    mean = float(np.mean(values)) if values else math.nan
+    return int(mean) if mean.is_integer() else mean
 
 
 def compare(
@@ -96,47 +164,77 @@ def compare(
     baseline: str | None = None,
     on_run: Callable[[SearchResult], None] | None = None,
     progress: Callable | None = None,
+    on_start: Callable[[str, int], None] | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
 ) -> Comparison:
     """Run every engine for every seed on ``problem`` and summarise them on its first objective.
 
-    Deterministic engines (``exact`` or without randomness) still run once per seed, so every
-    row averages the same number of runs. ``on_run`` is called after each run (e.g. to save it).
+    Deterministic engines still run once per seed, so every row averages the same number of
+    runs. ``on_start(engine, seed)`` and ``on_run(result)`` are called around each run;
+    ``workers`` / ``scheduler`` score batches in parallel (one pool for all runs).
     """
+    if not engines:
+        raise OptmapError("compare needs at least one engine")
+    if baseline is not None and baseline not in engines:
+        raise OptmapError(f"baseline '{baseline}' is not among the compared engines: {', '.join(engines)}")
     objective = problem.objectives[0]
+    built = {name: make_engine(problem, name) for name in engines}
     runs: list[SearchResult] = []
+    failed: dict[str, int] = {name: 0 for name in engines}
     exact_values = []
-    for name in engines:
-        exact = getattr(make_engine(problem, name), "exact", False)
-        for seed in seeds:
-            run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress)
-            runs.append(run)
-            if exact:
-                exact_values.append(run.values[objective])
-            if on_run is not None:
-                on_run(run)
-    found = min(run.values[objective] for run in runs)
-    best_known, source = (min(exact_values), "exact optimum") if exact_values else (found, "best found")
+    with contextlib.ExitStack() as stack:
+        scorer = None
+        if workers or scheduler:
+            from optmap.parallel import ParallelScorer
+
+            scorer = stack.enter_context(ParallelScorer(problem.cost_model, workers, scheduler))
+        for name in engines:
+            for seed in seeds:
+                if on_start is not None:
+                    on_start(name, seed)
+                try:
+                    run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress, batch_evaluate=scorer)
+                except SearchFailed as failure:
+                    failed[name] += 1
+                    run = failure.result
+                    run.extra = {**run.extra, "error": str(failure)}
+                runs.append(run)
+                if run.values and _is_exact(built[name], run):
+                    exact_values.append(run.values[objective])
+                if on_run is not None:
+                    on_run(run)
+    found = [run.values[objective] for run in runs if run.values]
+    if not found:
+        raise OptmapError("no engine found a feasible mapping; relax [constraints] or raise the budget")
+    if exact_values and min(exact_values) <= min(found):
+        best_known, source = min(exact_values), "exact optimum"
+    else:
+        best_known, source = min(found), "best found"
     table = Comparison(problem.name, objective, baseline, best_known, source, runs)
-    base_value = None
-    if baseline is not None:
-        base_value = float(np.mean([r.values[objective] for r in runs if r.engine == baseline]))
+    target = best_known + CLOSE * abs(best_known)
+    base = [r.values[objective] for r in runs if r.engine == baseline and r.values]
+    base_value = float(np.mean(base)) if base else None
     for name in engines:
-        mine = [r for r in runs if r.engine == name]
-        values = np.array([r.values[objective] for r in mine])
-        reach = np.array([_first_within(r, best_known * (1 + CLOSE)) for r in mine])
+        mine = [r for r in runs if r.engine == name and r.values]
+        values = np.array([r.values[objective] for r in mine]) if mine else np.array([math.nan])
+        reach = [_first_within(r, target) for r in mine]
+        mean = float(values.mean())
         row = {
             "engine": name,
             "runs": len(mine),
-            "best_mean": float(values.mean()),
+            "failed": failed[name],
+            "best_mean": mean,
             "best_min": float(values.min()),
             "best_max": float(values.max()),
-            "gap_percent": float(100 * (values.mean() - best_known) / abs(best_known)) if best_known else 0.0,
-            "evals_to_1pct": float(np.nanmean(reach[:, 0])) if not np.isnan(reach[:, 0]).all() else math.nan,
-            "seconds_to_1pct": float(np.nanmean(reach[:, 1])) if not np.isnan(reach[:, 1]).all() else math.nan,
-            "evaluations": float(np.mean([r.evaluations for r in mine])),
-            "wall_seconds": float(np.mean([r.seconds for r in mine])),
+            "gap_percent": float(100 * (mean - best_known) / abs(best_known)) if best_known else math.nan,
+            "within_1pct": sum(not math.isnan(e) for e, _ in reach),
+            "evals_to_1pct": _mean(e for e, _ in reach),
+            "seconds_to_1pct": _mean(s for _, s in reach),
+            "evaluations": _mean(r.evaluations for r in mine),
+            "wall_seconds": _mean(r.seconds for r in mine),
         }
-        if base_value is not None:
-            row["speedup"] = float(base_value / values.mean())
+        if baseline is not None:
+            row["speedup"] = float(base_value / mean) if base_value is not None and mean else math.nan
         table.rows.append(row)
     return table

@@ -1,12 +1,20 @@
-"""Running one engine on one problem: engine construction, capability checks, interruption."""
+"""Running one engine on one problem: engine construction, capability checks, interruption.
+
+Also where a run meets its checkpoint (resumable engines declare ``resumable = True`` and save
+through ``evaluator.checkpoint``) and its worker pool (``workers`` local processes or a Dask
+``scheduler``, :mod:`optmap.parallel`).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
+from optmap.checkpoint import Checkpoint
 from optmap.errors import OptmapError
 from optmap.host import call_with_options
 from optmap.problem import Problem
@@ -47,6 +55,7 @@ def _stop_on_signals(evaluator: Evaluator):
         if evaluator.stop_requested:
             raise KeyboardInterrupt
         evaluator.stop_requested = True
+        evaluator.stop_signal = signum
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -56,6 +65,13 @@ def _stop_on_signals(evaluator: Evaluator):
             signal.signal(sig, handler)
 
 
+def fingerprint(problem: Problem, engine: str, seed: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a checkpoint must match to be resumed: problem (without [search]), engine, options, seed."""
+    spec = {key: value for key, value in problem.spec.items() if key != "search"}
+    merged = {**problem.search.engine_options.get(engine, {}), **(options or {})}
+    return {"problem": spec, "engine": engine, "options": merged, "seed": seed}
+
+
 def solve(
     problem: Problem,
     engine: str | None = None,
@@ -63,18 +79,55 @@ def solve(
     budget: Budget | None = None,
     options: dict[str, Any] | None = None,
     progress: Callable[[Evaluator], None] | None = None,
+    *,
+    checkpoint: str | Path | None = None,
+    resume: bool = False,
+    checkpoint_every: float = 10.0,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    batch_evaluate: Callable | None = None,
 ) -> SearchResult:
-    """Run one engine on ``problem`` and return its result (best mapping, report, history)."""
+    """Run one engine on ``problem`` and return its result (best mapping, report, history).
+
+    ``checkpoint``: file where a resumable engine (ga, optuna) saves its state every
+    ``checkpoint_every`` seconds and when it stops; ``resume=True`` continues from it (and lets
+    an Optuna engine join its stored study). ``workers`` / ``scheduler`` score batches in local
+    processes / on a Dask cluster; ``batch_evaluate`` passes an already open scorer instead.
+    """
     name = engine or problem.search.engine
     seed = problem.search.seed if seed is None else seed
     search_engine = make_engine(problem, name, options)
-    evaluator = Evaluator(
-        problem.cost_model,
-        problem.objectives,
-        problem.constraints,
-        budget or problem.search.budget,
-        progress,
-    )
+    resumable = getattr(search_engine, "resumable", False)
+    if resume and not resumable:
+        raise OptmapError(f"engine '{name}' cannot resume (it keeps no checkpoint); resumable engines: ga, optuna")
+    state = Checkpoint(checkpoint if resumable else None, resume=resume, name=problem.name,
+                       fingerprint=fingerprint(problem, name, seed, options), every=checkpoint_every)
+    if resume and state.path is not None and not state.path.exists():
+        print(f"note: no checkpoint at {state.path}; starting afresh", file=sys.stderr)
+    if workers is not None and workers < 1:
+        raise OptmapError(f"--workers must be >= 1, got {workers}")
+    with contextlib.ExitStack() as stack:
+        if batch_evaluate is None and (workers or scheduler):
+            from optmap.parallel import ParallelScorer
+
+            batch_evaluate = stack.enter_context(ParallelScorer(problem.cost_model, workers, scheduler))
+        evaluator = Evaluator(
+            problem.cost_model,
+            problem.objectives,
+            problem.constraints,
+            budget or problem.search.budget,
+            progress,
+            batch_evaluate=batch_evaluate,
+            checkpoint=state,
+            make_engine=lambda other: make_engine(problem, other),
+        )
+        stored = state.load()
+        if stored is not None:
+            evaluator.restore(stored["evaluator"])
+        return _run(search_engine, name, seed, evaluator)
+
+
+def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchResult:
     with _stop_on_signals(evaluator):
         try:
             extra = search_engine.search(evaluator, seed) or {}
@@ -84,6 +137,8 @@ def solve(
             message = f"engine '{name}' raised {type(exc).__name__}: {exc}"
             raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}")) from exc
     stopped = "interrupted" if evaluator.stop_requested else "budget" if evaluator.exhausted else "complete"
+    if evaluator.stop_signal is not None:
+        extra = {**extra, "signal": int(evaluator.stop_signal)}
     result = evaluator.result(name, seed, stopped, extra)
     if result.best is None:
         raise SearchFailed(

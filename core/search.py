@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from optmap.checkpoint import Checkpoint
 from optmap.cost import CostModel, CostReport, evaluate_batch
 from optmap.errors import OptmapError
 from optmap.space import Mapping
@@ -89,6 +90,12 @@ class Evaluator:
     ``evaluate(X)`` returns ``(F, violation)``: the objective values (N, k) and a non-negative
     constraint violation (0 = feasible). ``__call__(X)`` returns F with ``inf`` for infeasible
     rows, for engines without constraint handling.
+
+    Besides scoring, it carries what an engine needs to know about its run: ``checkpoint`` (where
+    a resumable engine saves and finds its state, :mod:`optmap.checkpoint`) and ``make_engine``
+    (builds another engine of the same problem by name, e.g. to seed a search with its plan).
+    ``state()``/``restore()`` turn the counters, best, front and history into JSON and back, so
+    a resumed run continues the same budget and history.
     """
 
     def __init__(
@@ -99,6 +106,8 @@ class Evaluator:
         budget: Budget = Budget(),
         progress: Callable[["Evaluator"], None] | None = None,
         batch_evaluate: Callable[[np.ndarray], dict[str, np.ndarray]] | None = None,
+        checkpoint: Checkpoint | None = None,
+        make_engine: Callable[[str], Any] | None = None,
     ) -> None:
         self.cost_model = cost_model
         self.space = cost_model.space
@@ -110,6 +119,9 @@ class Evaluator:
         self.evaluations = 0
         self.started = time.perf_counter()
         self.stop_requested = False
+        self.stop_signal: int | None = None  # the signal that asked to stop, if any
+        self.checkpoint = checkpoint or Checkpoint()
+        self._make_engine = make_engine
         self.best_x: np.ndarray | None = None
         self.best_f: np.ndarray | None = None
         self.front_x = np.empty((0, len(self.space)))
@@ -136,8 +148,38 @@ class Evaluator:
             return None
         return max(0, self.budget.evaluations - self.evaluations)
 
+    def make_engine(self, name: str):
+        """Another engine of this run's problem, built with the problem's options for it."""
+        if self._make_engine is None:
+            raise OptmapError(f"cannot build engine '{name}' here: run the search through optmap.solve")
+        return self._make_engine(name)
+
+    def child(self) -> "Evaluator":
+        """A fresh evaluator of the same problem with what is left of this one's budget.
+
+        For a sub-search (e.g. the engine whose plan seeds a GA); :meth:`merge` then counts its
+        evaluations here.
+        """
+        b = self.budget
+        left = Budget(
+            evaluations=None if b.evaluations is None else max(1, b.evaluations - self.evaluations),
+            seconds=None if b.seconds is None else max(1e-3, b.seconds - self.elapsed),
+        )
+        return Evaluator(self.cost_model, self.objectives, self.constraints, left,
+                         batch_evaluate=self._batch, make_engine=self._make_engine)
+
+    def merge(self, other: "Evaluator") -> None:
+        """Count ``other``'s evaluations as this evaluator's; its best and front join this run's."""
+        rows = [] if other.best_x is None else [(other.best_x, other.best_f)]
+        rows += list(zip(other.front_x, other.front_f))
+        X = np.array([x for x, _ in rows]).reshape(len(rows), len(self.space))
+        F = np.array([f for _, f in rows]).reshape(len(rows), len(self.objectives))
+        self.record(X, F, np.zeros(len(rows)), count=other.evaluations)
+
     def evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = np.atleast_2d(np.asarray(X, float))
+        if len(X) == 0:
+            return np.empty((0, len(self.objectives))), np.empty(0)
         columns = self._batch(X)
         F = np.column_stack([np.asarray(columns[name], float) for name in self.objectives])
         violation = np.zeros(len(X))
@@ -146,7 +188,7 @@ class Evaluator:
         for metric, limit in self.constraints.items():
             violation += np.maximum(0.0, np.asarray(columns[metric], float) - limit) / max(abs(limit), 1e-300)
         violation[~np.isfinite(F).all(1)] += 1.0
-        self._record(X, F, violation)
+        self.record(X, F, violation)
         return F, violation
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
@@ -155,8 +197,13 @@ class Evaluator:
         F[violation > 0] = np.inf
         return F
 
-    def _record(self, X: np.ndarray, F: np.ndarray, violation: np.ndarray) -> None:
-        self.evaluations += len(X)
+    def record(self, X: np.ndarray, F: np.ndarray, violation: np.ndarray, count: int | None = None) -> None:
+        """Take note of scored points (``count`` evaluations, default ``len(X)``).
+
+        ``evaluate`` calls this; engines call it directly only for points scored elsewhere,
+        e.g. trials another process added to a shared Optuna study.
+        """
+        self.evaluations += len(X) if count is None else count
         feasible = violation <= 0
         if feasible.any():
             Xf, Ff = X[feasible], F[feasible]
@@ -178,6 +225,28 @@ class Evaluator:
         allx = allx[unique]
         keep = pareto_mask(allf)
         self.front_x, self.front_f = allx[keep], allf[keep]
+
+    def state(self) -> dict[str, Any]:
+        """Counters, best, front and history as JSON-friendly values (for checkpoints)."""
+        return {
+            "evaluations": self.evaluations,
+            "seconds": self.elapsed,
+            "best_x": None if self.best_x is None else self.best_x.tolist(),
+            "best_f": None if self.best_f is None else self.best_f.tolist(),
+            "front_x": self.front_x.tolist(),
+            "front_f": self.front_f.tolist(),
+            "history": [[h.evaluations, h.seconds, h.best] for h in self.history],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state`: the budget, elapsed time and history go on from there."""
+        self.evaluations = int(state["evaluations"])
+        self.started = time.perf_counter() - float(state["seconds"])
+        self.best_x = None if state["best_x"] is None else np.array(state["best_x"], float)
+        self.best_f = None if state["best_f"] is None else np.array(state["best_f"], float)
+        self.front_x = np.array(state["front_x"], float).reshape(-1, len(self.space))
+        self.front_f = np.array(state["front_f"], float).reshape(-1, len(self.objectives))
+        self.history = [HistoryPoint(int(e), float(s), float(b)) for e, s, b in state["history"]]
 
     def result(self, engine: str, seed: int, stopped: str, extra: dict | None = None) -> SearchResult:
         """The run's result: best mapping, its full report, front, history."""
@@ -217,7 +286,9 @@ class SearchEngine(Protocol):
     ``search(evaluator, seed)`` explores ``evaluator.space`` by calling the evaluator (which keeps
     the best and the history), stops when ``evaluator.exhausted``, and returns a dict of extra
     facts for the result (or None). ``exact`` is True when the engine's answer is a proven
-    optimum of the formulation, so comparisons can report the gap to it.
+    optimum of the formulation, so comparisons can report the gap to it. ``resumable`` is True
+    when the engine saves its state through ``evaluator.checkpoint`` and continues from
+    ``evaluator.checkpoint.engine_state`` (ga, optuna); only such engines accept ``--resume``.
     """
 
     requires: frozenset[str]
