@@ -24,6 +24,12 @@ def _add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
                         help="score batches on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
 
 
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="optmap", description="Map deep-learning work onto many accelerators.")
     parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
@@ -34,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="search a mapping for a problem")
     _add_problem_arguments(run)
     run.add_argument("--search", metavar="ENGINE", help="search engine (default: the file's [search] engine)")
-    run.add_argument("--seed", type=int, help="random seed (default: the file's [search] seed)")
+    run.add_argument("--seed", type=_seed, help="random seed (default: the file's [search] seed)")
     run.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     run.add_argument("--quiet", action="store_true", help="print only the summary")
     run.add_argument("--resume", action="store_true",
@@ -57,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", metavar="OUT", help="write the table and every run as JSON")
     compare.add_argument("--csv", metavar="OUT", help="write the table as CSV")
     compare.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
+    compare.add_argument("--layers", action="store_true", help="also print each engine's per-layer decisions (first seed)")
     _add_parallel_arguments(compare)
 
     commands.add_parser("plugins", help="list the plugins and what they register")
@@ -211,6 +218,15 @@ def cmd_compare(args) -> int:
     if args.plot:
         table.plot(args.plot)
         terminal.print(f"convergence plot written to {args.plot}")
+    if args.layers:
+        from optmap.report import layer_table
+
+        for name in engines:
+            run = next((r for r in table.runs if r.engine == name and r.report is not None), None)
+            layers = layer_table(run) if run is not None else None
+            if layers is not None:
+                layers.title = f"{name}: per-layer mapping"
+                terminal.print(layers)
     return 0
 
 
@@ -278,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     except OptmapError as exc:
         if args.debug:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # always one line
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
