@@ -147,19 +147,25 @@ def _short(value: Any, limit: int = 50) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _pop_name(where: str, section: str, table: dict, key: str, host: Host, kind: str) -> Entry:
+def _lookup(at: str, key: str, name: Any, host: Host, kind: str) -> Entry:
+    """The registered ``kind`` called ``name``, given as ``key`` at ``at``; one-line errors."""
     label = kind.replace("_", " ")
-    if key not in table:
-        raise OptmapError(
-            f"{where}: [{section}] needs {key} = \"<{label}>\"; choices: {', '.join(host.names(kind))}"
-        )
-    name = table.pop(key)
+    article = "an" if label[0] in "aeiou" else "a"
     if not isinstance(name, str):
-        raise OptmapError(f"{where}: [{section}] {key} must be a string naming a {label}, got {_short(name)}")
+        raise OptmapError(f"{at} {key} must be a string naming {article} {label}, got {_short(name)}")
     try:
         return host.get(kind, name)
     except OptmapError as exc:
-        raise OptmapError(f"{where}: [{section}] {key}: {exc}") from None
+        raise OptmapError(f"{at} {key}: {exc}") from None
+
+
+def _pop_name(where: str, section: str, table: dict, key: str, host: Host, kind: str) -> Entry:
+    if key not in table:
+        label = kind.replace("_", " ")
+        raise OptmapError(
+            f"{where}: [{section}] needs {key} = \"<{label}>\"; choices: {', '.join(host.names(kind))}"
+        )
+    return _lookup(f"{where}: [{section}]", key, table.pop(key), host, kind)
 
 
 def _resolve(what: str, entry: Entry) -> Any:
@@ -267,12 +273,7 @@ def _groups(where: str, groups_raw: Any, host: Host) -> list:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise OptmapError(f"{at}: count must be a whole number >= 1, got {_short(count)}")
         name = group["accelerator"]
-        if not isinstance(name, str):
-            raise OptmapError(f"{at}: accelerator must be a string naming an accelerator, got {_short(name)}")
-        try:
-            entry = host.get("accelerator", name)
-        except OptmapError as exc:
-            raise OptmapError(f"{at}: accelerator: {exc}") from None
+        entry = _lookup(f"{at}:", "accelerator", name, host, "accelerator")
         from optmap.system import Accelerator
 
         what = f"{at}: accelerator '{name}'"
@@ -362,12 +363,7 @@ def _search(where: str, table: dict, host: Host, cost_model: Any, cost_name: str
     engine = table.pop("engine", "exhaustive")
     seed = table.pop("seed", 0)
     budget = _budget(where, table.pop("budget", {}))
-    if not isinstance(engine, str):
-        raise OptmapError(f"{where}: [search] engine must be a string naming a search engine, got {_short(engine)}")
-    try:
-        engine_entry = host.get("search_engine", engine)
-    except OptmapError as exc:
-        raise OptmapError(f"{where}: [search] engine: {exc}") from None
+    engine_entry = _lookup(f"{where}: [search]", "engine", engine, host, "search_engine")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise OptmapError(f"{where}: [search] seed must be a whole number >= 0, got {_short(seed)}")
     engines = host.registries["search_engine"]

@@ -81,7 +81,7 @@ def test_num_kept_rounding():
 
 def test_token_mask_identical_across_devices_and_pads_last():
     rng = np.random.default_rng(1)
-    B, S, h, n_dev, heads = 3, 12, 8, 4, 2
+    B, S, n_dev, heads = 3, 12, 4, 2
     valid = np.ones((B, S), bool)
     valid[0, 9:] = valid[2, 5:] = False
     bias = np.where(valid[:, None, None, :], 0.0, -1e9)  # padded keys get ~0 attention

@@ -79,10 +79,6 @@ class Compression:
     kernel_s_per_elem: float = 2e-11  # compute-stream cost per dense element (≈3 memory passes at 672 GB/s)
     rounding: Literal["ceil", "round", "floor"] = "ceil"  # k = ceil(keep·S) per sequence (note D13)
 
-    @property
-    def active(self) -> bool:
-        return self.keep_ratio < 1.0 or self.bits < 32
-
 
 # ---- collectives (LOCAL DEFAULT: the host's system.py collectives replace this) ---------------------
 
