@@ -18,7 +18,7 @@ import pytest
 import optmap
 from optmap.errors import OptmapError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "data" / "bad_problems"
 _SCRIPT = Path(sys.executable).with_name("optmap")  # the console script users run
 OPTMAP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "optmap.cli"]

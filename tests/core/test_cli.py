@@ -13,7 +13,7 @@ import pytest
 
 from optmap.host import KINDS, load_host
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).with_name("optmap")  # the console script users run
 OPTMAP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "optmap.cli"]
 HEAVY = ("numpy", "pydantic", "networkx", "pymoo", "optuna", "dask", "matplotlib", "scipy", "pandas")

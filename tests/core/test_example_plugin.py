@@ -22,7 +22,7 @@ from optmap.problem import build_problem
 from optmap.search import Budget, Evaluator
 from optmap.space import DesignSpace, categorical, integer, real
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "optmap-example-plugin"
 DIST = "optmap-example-plugin"
 INSTALL_HINT = f"install it with: pip install {EXAMPLE}"

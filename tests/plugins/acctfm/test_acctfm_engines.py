@@ -14,7 +14,7 @@ from optmap.plugins.acctfm.schedule import PS, CostTables
 from optmap.problem import build_problem
 from optmap.run import make_engine, solve
 
-PROBLEMS = Path(__file__).resolve().parents[1] / "problems" / "acctfm"
+PROBLEMS = Path(__file__).resolve().parents[3] / "problems" / "acctfm"
 K = np.array(PS, float)
 
 

@@ -16,7 +16,7 @@ import pytest
 from optmap.errors import OptmapError
 from optmap.host import Entry, call_with_options, load_host
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ROOT / "tests" / "data" / "test_plugins"
 BROKEN_DIST = ROOT / "tests" / "data" / "test_plugins_broken_dist"
 _SCRIPT = Path(sys.executable).with_name("optmap")  # the console script users run
