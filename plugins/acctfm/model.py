@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 
 from optmap.collectives import collective_time
-from optmap.cost import BATCH, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
@@ -70,9 +70,10 @@ Setting = tuple[float, int]  # (keep_ratio, bits) actually applied; (1.0, dtype 
 SERIAL_ROW = "(serial: embeddings, head, loss)"
 
 
-class AccTFMCostModel:
+class AccTFMCostModel(CostModel):
     """AccTFM (TPDS 2022): micro-batch counts per block and direction over Megatron tensor parallelism."""
 
+    formulation = "AccTFM's formulation ([cost] model = \"acctfm\")"
     capabilities = frozenset({BATCH, ACCTFM_TABLES})
     metrics = ("time", "speedup", "idle_rate", "comm_bytes", "compression_ratio", "traffic_reduction",
                "compute_time", "comm_time", "fwd_time", "bwd_time")
