@@ -198,7 +198,7 @@ def _engine_options(problem, engine: str, args) -> dict:
 
 
 def cmd_run(args) -> int:
-    from optmap.report import console, layer_table, result_table, write_json
+    from optmap.report import console, layer_table, report_tables, result_table, write_json
     from optmap.run import SearchFailed, solve
 
     problem = _load(args)
@@ -222,8 +222,9 @@ def cmd_run(args) -> int:
     terminal = console()
     terminal.print(result_table(result))
     layers = layer_table(result)
-    if layers is not None and not args.quiet:
-        terminal.print(layers)
+    if not args.quiet:
+        for table in ([layers] if layers is not None else []) + report_tables(result):
+            terminal.print(table)
     terminal.print(f"result written to {out}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""

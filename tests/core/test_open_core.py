@@ -1,7 +1,6 @@
 """Issue 9: a formulation is a plugin. Each test exercises one opening of the core with values
 computed by hand in its comment."""
 
-import math
 import subprocess
 import sys
 from pathlib import Path
