@@ -4,7 +4,7 @@ Decision (issue 5, item 1): the builder returns a :class:`TransformerWorkload`, 
 :class:`optmap.workload.Workload` (built with :class:`WorkloadBuilder`, so every generic tool —
 ``optmap show``, FLOP totals, other cost models — sees real layers) that also carries the
 :class:`TransformerConfig` it came from. The ``acctfm`` cost model reads the config's Megatron
-blocks (one compute op and one All-Reduce per direction, see ``transformer.py``); the layer graph
+blocks (one compute op and one All-Reduce per direction, see ``config.py``); the layer graph
 is their itemised view, and both give identical FLOPs (tested).
 
 Layer names are ``<block>.<op>`` with the block names of the cost model (``enc0.self_attn.q``,
@@ -41,7 +41,8 @@ from typing import Literal
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
 
-from .transformer import PRESETS, TransformerConfig
+from .config import TransformerConfig
+from .presets import PRESETS
 
 
 @dataclass(frozen=True, eq=False)
