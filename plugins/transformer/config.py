@@ -113,18 +113,32 @@ class TransformerConfig:
     lm_head: bool = True  # the output projection to the vocabulary is computed (FLOPs)
     cross_kv_grad: bool = True  # cross-attn bwd All-Reduce also carries d(encoder output)
     bwd_factor: float = 2.0  # backward FLOPs / forward FLOPs
+    kv_heads: int | None = None  # key/value heads (grouped-query attention, Ainslie et al. 2023); None = heads
+    gated_mlp: bool = False  # gated MLP (SwiGLU, Shazeer 2020): gate and up projections d×d_ff, down d_ff×d
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
             raise ValueError(f"unknown transformer kind {self.kind!r}")
         if self.kind == "encoder-decoder" and self.decoder_layers <= 0:
             raise ValueError("an encoder-decoder config needs decoder_layers > 0")
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads):
+            raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
 
     # ---- shapes -------------------------------------------------------------------------------
     @property
     def inner(self) -> int:
         """Attention inner width heads × head_dim (paper Table 2: d_k = d_v = 128)."""
         return self.heads * self.head_dim
+
+    @property
+    def kv_inner(self) -> int:
+        """Key (and value) projection width kv_heads × head_dim (= inner without GQA)."""
+        return (self.heads if self.kv_heads is None else self.kv_heads) * self.head_dim
+
+    @property
+    def mlp_in(self) -> int:
+        """Output width of the MLP's first linear: d_ff, or 2·d_ff for a gated MLP (gate and up)."""
+        return 2 * self.d_ff if self.gated_mlp else self.d_ff
 
     @property
     def src_len(self) -> int:
@@ -147,11 +161,12 @@ class TransformerConfig:
 
     # ---- parameters -----------------------------------------------------------------------------
     def _block_params(self, kind: BlockKind) -> int:
-        d, a, b = self.d_model, self.inner, int(self.bias)
+        d, a, kv, b = self.d_model, self.inner, self.kv_inner, int(self.bias)
         norm = self.norm_params * d  # one LayerNorm per block
         if kind == "ffn":
-            return d * self.d_ff + b * self.d_ff + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2
-        return 3 * (d * a + b * a) + a * d + b * d + norm  # Q,K,V and output linears (Eq. 1)
+            f = self.mlp_in
+            return d * f + b * f + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2 (W1 = gate+up if gated)
+        return (d * a + b * a) + 2 * (d * kv + b * kv) + a * d + b * d + norm  # Q; K,V (GQA width); output
 
     def param_breakdown(self) -> dict[str, int]:
         """Trainable parameters by component (see the module docstring for what is counted)."""
@@ -175,15 +190,15 @@ class TransformerConfig:
 
     # ---- blocks ---------------------------------------------------------------------------------
     def _block_flops_fwd(self, kind: BlockKind, stack: str) -> float:
-        d, a = self.d_model, self.inner
+        d, a, kv = self.d_model, self.inner, self.kv_inner
         s = self.seq_len
         if kind == "ffn":
-            return 2.0 * s * d * self.d_ff * 2  # Eq. 2: two GEMMs
+            return 2.0 * s * d * (self.mlp_in + self.d_ff)  # Eq. 2: two GEMMs (the first gate+up if gated)
         if kind == "self_attn":
-            proj = 2.0 * s * d * 3 * a + 2.0 * s * a * d  # QKV + output projection
+            proj = 2.0 * s * d * (a + 2 * kv) + 2.0 * s * a * d  # QKV + output projection
             return proj + 2 * 2.0 * s * s * a  # Eq. 1: Q·K^T and softmax(.)·V
         m = self.src_len
-        proj = 2.0 * s * d * a + 2.0 * m * d * 2 * a + 2.0 * s * a * d  # Q, K/V of memory, output
+        proj = 2.0 * s * d * a + 2.0 * m * d * 2 * kv + 2.0 * s * a * d  # Q, K/V of memory, output
         return proj + 2 * 2.0 * s * m * a  # Eq. 1 with keys from the encoder
 
     def blocks(self) -> tuple[Block, ...]:

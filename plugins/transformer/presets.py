@@ -55,9 +55,43 @@ GPT2_MEDIUM = _gpt2("gpt2-medium", 24, 1024, 16)
 GPT2_LARGE = _gpt2("gpt2-large", 36, 1280, 20)
 GPT2_XL = _gpt2("gpt2-xl", 48, 1600, 25)
 
+def megatron_gpt(name: str, layers: int, d: int, heads: int, seq_len: int = 2048) -> TransformerConfig:
+    """A GPT model as the Megatron-LM papers build it (Narayanan et al. SC'21 §5.1; Korthikanti et
+    al. 2022 Table 3): 51,200-token vocabulary (the GPT-2 BPE padded), learned positions over the
+    2,048-token sequence, biases, pre-LN with a final norm, output tied to the embedding, d_ff = 4h.
+    Parameters = Narayanan Eq. 2, 12lh²(1 + 13/(12h) + (V + s)/(12lh)), plus the final norm's 2h."""
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=4 * d, seq_len=seq_len, vocab=51200,
+                             max_positions=seq_len, final_norm=True)
+
+
+MEGATRON_22B = megatron_gpt("megatron-22b", 48, 6144, 64)  # Korthikanti et al. 2022 Table 3
+GPT3_175B = megatron_gpt("gpt3-175b", 96, 12288, 96)  # Brown et al. 2020 Table 2.1; Korthikanti Table 3
+TURING_530B = megatron_gpt("turing-530b", 105, 20480, 128)  # Smith et al. 2022 (MT-NLG); Narayanan Table 1
+MEGATRON_1T = megatron_gpt("megatron-1t", 128, 25600, 160)  # Narayanan et al. SC'21 Table 1
+
+
+def _llama(name: str, layers: int, d: int, heads: int, kv_heads: int, d_ff: int, vocab: int,
+           seq_len: int) -> TransformerConfig:
+    # Llama architecture (Touvron et al. 2023; Hugging Face LlamaConfig): RMSNorm (one weight per
+    # channel), no biases, rotary positions (no parameters), SwiGLU MLP, untied output head.
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=d_ff, seq_len=seq_len, vocab=vocab, bias=False,
+                             norm_params=1, final_norm=True, tied_output=False, kv_heads=kv_heads,
+                             gated_mlp=True)
+
+
+# Hugging Face configs of meta-llama/Llama-2-{7b,70b}-hf and Meta-Llama-3-{8B,70B}.
+LLAMA2_7B = _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096)
+LLAMA2_70B = _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096)
+LLAMA3_8B = _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192)
+LLAMA3_70B = _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192)
+
 PRESETS: dict[str, TransformerConfig] = {
     c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
-                        GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL)
+                        GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL,
+                        MEGATRON_22B, GPT3_175B, TURING_530B, MEGATRON_1T,
+                        LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B)
 }
 
 
