@@ -168,6 +168,11 @@ class TransformerConfig:
             return d * f + b * f + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2 (W1 = gate+up if gated)
         return (d * a + b * a) + 2 * (d * kv + b * kv) + a * d + b * d + norm  # Q; K,V (GQA width); output
 
+    @property
+    def layer_params(self) -> int:
+        """Parameters of one self-attention + MLP layer (a decoder-only or encoder layer)."""
+        return self._block_params("self_attn") + self._block_params("ffn")
+
     def param_breakdown(self) -> dict[str, int]:
         """Trainable parameters by component (see the module docstring for what is counted)."""
         d = self.d_model

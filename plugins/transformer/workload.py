@@ -133,6 +133,14 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
     return b
 
 
+def build(cfg: TransformerConfig, batch: int, dtype: str = "fp32", phase: str = "training",
+          activation: str | None = None) -> TransformerWorkload:
+    """The workload of a config (its layer graph, carrying the config)."""
+    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
+    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
+    return TransformerWorkload(**values, config=cfg)
+
+
 def _config(preset: str | None, given: dict) -> TransformerConfig:
     if preset is not None:
         if preset not in PRESETS:
@@ -190,6 +198,4 @@ def transformer(
         cfg = _config(preset, given)
     except ValueError as exc:
         raise OptmapError(f"transformer: {exc}") from None
-    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
-    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
-    return TransformerWorkload(**values, config=cfg)
+    return build(cfg, batch, dtype, phase, activation)
