@@ -43,7 +43,7 @@ class Efficiency:
 
 H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
 # Fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun it to refit.
-A100_FIT = Efficiency(gemm=0.80, memory=0.80, half_dim=H100_FIT.half_dim, launch=H100_FIT.launch)
+A100_FIT = Efficiency(gemm=0.81, memory=0.80, half_dim=H100_FIT.half_dim, launch=H100_FIT.launch)
 
 EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "a100": A100_FIT}
 

@@ -158,9 +158,11 @@ class Megatron3DCostModel:
     def links(self, plans: timing.Plans) -> timing.Links:
         """Per plan, the links of its TP group, DP group and stage hop (Megatron rank order:
         tensor-parallel ranks consecutive, data-parallel ranks t apart, stages t·d apart)."""
-        keys = np.stack([plans.tp, plans.dp, plans.pp]).astype(np.int64).T
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-        rows = np.array([self._group_links(*map(int, k)) for k in uniq]).reshape(len(uniq), 7)[inverse.ravel()]
+        stride_d, stride_p = self.n + 1, self.config.layers + 1
+        keys = (plans.tp.astype(np.int64) * stride_d + plans.dp.astype(np.int64)) * stride_p + plans.pp.astype(np.int64)
+        uniq, inverse = np.unique(keys, return_inverse=True)
+        triples = [(int(k // stride_p // stride_d), int(k // stride_p % stride_d), int(k % stride_p)) for k in uniq]
+        rows = np.array([self._group_links(*k) for k in triples]).reshape(len(uniq), 7)[inverse.ravel()]
         return timing.Links(*(rows[:, i] for i in range(6)), pp_crosses_nodes=rows[:, 6] > 0)
 
     def _group_links(self, t: int, d: int, p: int) -> tuple[float, ...]:
