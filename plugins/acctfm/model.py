@@ -54,12 +54,12 @@ from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import us_to_s
 from optmap.workload import Workload
+from optmap.plugins.transformer.workload import TransformerWorkload
 
 from . import schedule
 from .compression import num_kept
-from .megatron import ComputeModel, Compression, megatron_tables
 from .schedule import CostTables
-from .workload import TransformerWorkload
+from .tensor_parallel import ComputeModel, Compression, megatron_tables
 
 # Capability of this cost model that the native engines need: per-micro-batch cost tables
 # (``tables(setting)``), plan vectors (``plan_vector``) and the compression settings of its space.
