@@ -1,0 +1,123 @@
+"""The natural picture of a sweep (matplotlib, imported only here).
+
+- A numeric x axis: one line per series (mean over seeds, their range as error bars); a log
+  scale when the values span a factor of 8 or more (base 2 when they are powers of two).
+- Named x values (variants, problems, engines): grouped bars, one bar per series.
+- Reference values (the papers') as black open markers on the points they belong to.
+- Several y metrics: one panel each.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from optmap.errors import OptmapError
+from optmap.sweep.summary import groups, references_for
+
+UNITS = (("time", "s"), ("seconds", "s"), ("bytes", "B"), ("flops", "FLOP"))
+
+
+def unit_label(name: str) -> str:
+    for suffix, unit in UNITS:
+        if name.lower().endswith(suffix):
+            return f"{name} ({unit})"
+    return name
+
+
+def pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
+    return plt
+
+
+def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: list[str], ys: list[str],
+               numeric: bool, references=(), title: str = "", options: dict[str, Any] | None = None) -> Path:
+    """Draw the sweep's ``ys`` over ``x`` (one panel per y) and save it to ``path``."""
+    plt = pyplot()
+    options = options or {}
+    panels = len(ys)
+    figure, axes_list = plt.subplots(1, panels, figsize=(7.2 * panels if panels > 1 else 8.0, 4.8), squeeze=False)
+    for axes, y in zip(axes_list[0], ys):
+        data = groups(rows, x, series, y)
+        refs = references_for(rows, references, x, series, y)
+        if numeric:
+            _lines(axes, data, refs, options)
+        else:
+            _bars(axes, data, refs)
+        axes.set_xlabel(options.get("xlabel", x))
+        axes.set_ylabel(options.get("ylabel", unit_label(y)))
+        if options.get("yscale"):
+            axes.set_yscale(options["yscale"])
+        axes.grid(True, axis="y", alpha=0.3)
+        axes.margins(y=0.12)
+        if len(data) > 1 or refs:
+            axes.legend(fontsize=8)
+    figure.suptitle(options.get("title", title), fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path, dpi=130)
+    plt.close(figure)
+    return Path(path)
+
+
+def _lines(axes, data, refs, options) -> None:
+    xs_all = sorted({value for points in data.values() for value in points})
+    for index, (label, points) in enumerate(data.items()):
+        colour = f"C{index % 10}"
+        xs = sorted(points)
+        values = [np.asarray(points[v], float) for v in xs]
+        mean = np.array([v.mean() for v in values])
+        axes.plot(xs, mean, marker="o", color=colour, label=label)
+        if any(len(v) > 1 for v in values):
+            low, high = mean - [v.min() for v in values], [v.max() for v in values] - mean
+            axes.errorbar(xs, mean, yerr=[low, high], fmt="none", ecolor=colour, capsize=3, alpha=0.6)
+        if len(data) == 1 and len(xs) <= 16:
+            for xv, yv in zip(xs, mean):
+                axes.annotate(f"{yv:.4g}", (xv, yv), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    _references(axes, refs, list(data), lambda label, value: value)
+    scale = options.get("xscale")
+    positive = all(v > 0 for v in xs_all)
+    if scale is None and positive and len(xs_all) > 2 and max(xs_all) / min(xs_all) >= 8:
+        scale = "log"
+    if scale == "log":
+        powers = all(float(v).is_integer() and math.log2(v).is_integer() for v in xs_all)
+        axes.set_xscale("log", base=2 if powers else 10)
+    elif scale:
+        axes.set_xscale(scale)
+    if len(xs_all) <= 16:
+        axes.set_xticks(xs_all)
+        axes.set_xticklabels([f"{v:g}" for v in xs_all])
+        axes.minorticks_off()
+
+
+def _bars(axes, data, refs) -> None:
+    names = list(dict.fromkeys(value for points in data.values() for value in points))
+    width = 0.8 / max(len(data), 1)
+    position = {}
+    for index, (label, points) in enumerate(data.items()):
+        offsets = np.arange(len(names)) + (index - (len(data) - 1) / 2) * width
+        position[label] = dict(zip(names, offsets))
+        means = [float(np.mean(points[n])) if n in points else math.nan for n in names]
+        bars = axes.bar(offsets, means, width * 0.92, color=f"C{index % 10}", label=label)
+        if len(names) * len(data) <= 24:
+            axes.bar_label(bars, labels=[f"{m:.3g}" if math.isfinite(m) else "" for m in means], fontsize=7, padding=2)
+    axes.set_xticks(np.arange(len(names)))
+    axes.set_xticklabels([str(n) for n in names], rotation=0 if len(names) <= 6 else 30)
+    _references(axes, refs, list(data), lambda label, value: position[label][value])
+
+
+def _references(axes, refs, labels, where) -> None:
+    first = True
+    for label in labels:
+        for value, reference in refs.get(label, {}).items():
+            axes.plot([where(label, value)], [reference], marker="D", markersize=7, markerfacecolor="none",
+                      markeredgecolor="black", linestyle="none", label="reference (paper)" if first else None)
+            first = False
