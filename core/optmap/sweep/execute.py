@@ -53,7 +53,7 @@ def run_point(job: dict[str, Any]) -> dict[str, Any]:
         feasible=bool(report.feasible) if report else None,
         evaluations=result.evaluations if result else 0,
         seconds=round(result.seconds, 4) if result else 0.0,
-        stopped=result.stopped if result else "error",
+        stopped="error" if row["error"] else result.stopped,
     )
     return row
 
