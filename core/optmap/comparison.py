@@ -79,20 +79,24 @@ class Comparison:
         return path, history
 
     def plot(self, path: str | Path) -> Path:
-        """Best-so-far against evaluations, one line per engine.
+        """Best-so-far against evaluations, one line per engine, and each engine's per-layer
+        compute and communication seconds beside it (when the cost model reports layers).
 
         The line is the median over seeds (band: min to max); an engine that scores a single
         plan (a fixed plan, a DP) is a dashed horizontal line at its value.
         """
-        try:
-            import matplotlib
+        from optmap.plots import has_layers, layer_bars, pyplot
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
-        figure, axes = plt.subplots(figsize=(7.5, 4.8))
+        plt = pyplot()
         engines = list(dict.fromkeys(run.engine for run in self.runs))
+        # beside the convergence: each engine's per-layer seconds (its first seed's run)
+        layered = [(name, run.report) for name in engines
+                   for run in [next((r for r in self.runs if r.engine == name and has_layers(r.report)), None)] if run]
+        figure, panels = plt.subplots(1, 2 if layered else 1, squeeze=False, figsize=(17 if layered else 7.5, 4.8),
+                                      gridspec_kw={"width_ratios": [1, 1.6]} if layered else None)
+        axes = panels[0][0]
+        if layered:
+            layer_bars(panels[0][1], layered)
         longest = max((run.evaluations for run in self.runs), default=1)
         positive = True
         for index, name in enumerate(engines):

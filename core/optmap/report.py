@@ -93,3 +93,14 @@ def console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 220)
+
+
+def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
+    """A cost report's plan, one row per top-level entry (nested values as JSON, cut to ``width``)."""
+    if not plan:
+        return None
+    table = Table(title="plan", show_header=False)
+    for key, value in plan.items():
+        text = fmt(value) if isinstance(value, (int, float, str, bool)) else json.dumps(value, default=str)
+        table.add_row(str(key), text if len(text) <= width else text[: width - 3] + "...")
+    return table

@@ -19,6 +19,8 @@ def add_parser(commands) -> dict:
     parser.add_argument("--seed", type=seed_argument, help="random seed (default: the file's [search] seed)")
     parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--plot", metavar="PNG", help="draw convergence and per-layer compute / communication "
+                        "bars (needs matplotlib)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint (ga, optuna) or join the stored Optuna study")
     parser.add_argument("--checkpoint", metavar="FILE", help="checkpoint file of a resumable engine "
@@ -37,6 +39,10 @@ def run(args) -> int:
     from optmap.run import SearchFailed, solve
 
     problem = load_problem(args)
+    if args.plot:
+        from optmap.plots import pyplot
+
+        pyplot()  # a missing matplotlib is said before the search
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
     options = engine_options(problem, engine, args)
@@ -61,6 +67,10 @@ def run(args) -> int:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)
     terminal.print(f"result written to {out}")
+    if args.plot:
+        from optmap.plots import plot_run
+
+        terminal.print(f"figure written to {plot_run(args.plot, result, problem.name)}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
         again = [word for word in args.argv if word != "--resume"] + ["--resume"]

@@ -80,7 +80,7 @@ def sweep(args) -> int:
 
     load_plugins(args)
     if args.plot:
-        from optmap.sweep.plot import pyplot
+        from optmap.plots import pyplot
 
         pyplot()  # a missing matplotlib is said before anything runs
     plugins, off = tuple(args.plugin or ()), disabled(args)

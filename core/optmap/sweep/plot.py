@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from optmap.errors import OptmapError
+from optmap.plots import pyplot
 from optmap.sweep.summary import groups, references_for
 
 UNITS = (("time", "s"), ("seconds", "s"), ("bytes", "B"), ("flops", "FLOP"))
@@ -26,17 +26,6 @@ def unit_label(name: str) -> str:
         if name.lower().endswith(suffix):
             return f"{name} ({unit})"
     return name
-
-
-def pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
-    return plt
 
 
 def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: list[str], ys: list[str],
