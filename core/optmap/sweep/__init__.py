@@ -57,7 +57,8 @@ class Study:
     def figure(self, x: str | None = None, ys: Sequence[str] = ()) -> tuple[str, list[str], bool, list[str]]:
         """(x, series, x is numeric, y metrics) of the picture."""
         x, series, numeric = axes(self.rows, x or self.config.plot.get("x"))
-        wanted = list(ys) or ([self.config.plot["y"]] if "y" in self.config.plot else [])
+        given = self.config.plot.get("y", [])
+        wanted = list(ys) or ([given] if isinstance(given, str) else list(given))
         return x, series, numeric, wanted or ([self.derived] if self.derived else list(self.objectives))
 
     def plot(self, path: str | Path, x: str | None = None, ys: Sequence[str] = ()) -> Path:
@@ -131,7 +132,11 @@ def run(study: Study, workers: int | None = None, scheduler: str | None = None, 
 
 def summarise(study: Study) -> None:
     """This sweep's rows in grid order, with the speedup over the baseline; files rewritten."""
-    study.rows = [study.store.rows[point.id] for point in study.points if point.id in study.store.rows]
+    study.rows = []
+    for point in study.points:
+        if point.id in study.store.rows:
+            study.rows.append(study.store.rows[point.id])
+            study.rows[-1]["axes"] = point.axes  # rows of an older optmap lack them
     sense = study.senses[0] if study.senses else "min"
     study.derived = derive(study.rows, study.config.baseline, study.objectives[0], sense) if study.objectives else None
     if study.rows:

@@ -163,6 +163,11 @@ class Point:
     def id(self) -> str:
         return digest({"spec": self.spec, "engine": self.engine, "seed": self.seed})[:16]
 
+    @property
+    def axes(self) -> list[str]:
+        """The coordinates the grid sets: not the engine or seed left to the problem file."""
+        return [key for key, value in self.coords.items() if value is not None or key not in ("engine", "seed", "variant")]
+
     def label(self) -> str:
         return " ".join(f"{key}={value}" for key, value in self.coords.items() if value is not None)
 

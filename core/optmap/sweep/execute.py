@@ -25,7 +25,8 @@ def task(point, plugins: tuple[str, ...] = (), disabled: tuple[str, ...] = ()) -
     """What a worker needs to run ``point`` (a :class:`~optmap.sweep.design.Point`)."""
     varied = {key: value for key, value in point.coords.items() if key not in ("problem", "variant", "engine", "seed")}
     row = {"id": point.id, "problem": point.coords["problem"], "file": point.file, "variant": point.coords["variant"],
-           "set": varied, "overrides": list(point.overrides), "engine": point.engine, "seed": point.seed}
+           "set": varied, "overrides": list(point.overrides), "engine": point.engine, "seed": point.seed,
+           "axes": point.axes}
     return {"row": row, "spec": point.spec, "file": point.file, "plugins": tuple(plugins), "disabled": tuple(disabled)}
 
 

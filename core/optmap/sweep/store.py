@@ -46,6 +46,14 @@ def coordinates(row: dict[str, Any]) -> dict[str, Any]:
             "engine": row["engine"], "seed": row["seed"]}
 
 
+def grid(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's coordinates on the sweep's axes only: an engine or seed that the problem file
+    chose (not a --search / --seeds list) is not an axis, even if variants change it."""
+    coords = coordinates(row)
+    axes = row.get("axes")
+    return {key: coords[key] for key in axes if key in coords} if axes else coords
+
+
 def finished(row: dict[str, Any] | None) -> bool:
     return row is not None and not row.get("error") and row.get("stopped") != "interrupted"
 

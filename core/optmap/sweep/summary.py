@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from optmap.report import fmt
-from optmap.sweep.store import coordinates
+from optmap.sweep.store import coordinates, grid
 
 ORDER = ("problem", "variant")  # then the varied keys, then engine, seed
 
@@ -33,9 +33,9 @@ def derive(rows: list[dict[str, Any]], baseline: dict[str, Any], objective: str,
         return None
     (key, value), = baseline.items()
     name = derived_name(baseline)
-    index = {_frozen(coordinates(row)): row for row in rows if not row.get("error")}
+    index = {_frozen(grid(row)): row for row in rows if not row.get("error")}
     for row in rows:
-        coords = coordinates(row)
+        coords = grid(row)
         base = index.get(_frozen({**coords, key: value}))
         mine = row.get("objectives", {}).get(objective)
         theirs = base.get("objectives", {}).get(objective) if base else None
@@ -59,18 +59,21 @@ def value_of(row: dict[str, Any], name: str) -> float:
 
 def varying(rows: list[dict[str, Any]]) -> list[str]:
     """The coordinates that take more than one value, in the grid's order."""
-    keys = list(dict.fromkeys(key for row in rows for key in coordinates(row)))
-    keys = [k for k in ORDER if k in keys] + [k for k in keys if k not in (*ORDER, "engine", "seed")] + ["engine", "seed"]
-    return [key for key in keys if len({repr(coordinates(row).get(key)) for row in rows}) > 1]
+    keys = list(dict.fromkeys(key for row in rows for key in grid(row)))
+    keys = [k for k in ORDER if k in keys] + [k for k in keys if k not in (*ORDER, "engine", "seed")] + \
+        [k for k in ("engine", "seed") if k in keys]
+    return [key for key in keys if len({repr(grid(row).get(key)) for row in rows}) > 1]
 
 
 def constants(rows: list[dict[str, Any]], skip: tuple[str, ...] = ()) -> str:
     """What every row shares (problem, variant, engine, seed), for a figure's subtitle."""
     if not rows:
         return ""
-    moving, first = set(varying(rows)), coordinates(rows[0])
-    return ", ".join(f"{key} {first[key]}" for key in ("problem", "variant", "engine", "seed")
-                     if key not in moving and key not in skip and first.get(key) is not None)
+    first = coordinates(rows[0])
+    same = [key for key in ("problem", "variant", "engine", "seed")
+            if key not in skip and first.get(key) is not None
+            and all(coordinates(row).get(key) == first[key] for row in rows)]
+    return ", ".join(f"{key} {first[key]}" for key in same)
 
 
 def _numeric(rows, key: str) -> bool:
