@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from optmap.sweep.store import Store, atomic_write
 from optmap.sweep.summary import axes, pivot
 from optmap.sweep.sweepfile import read_sweep_file
 
+ROOT = Path(__file__).resolve().parents[2]
 HETERO = """\
 name = "lenet on tpu-v2 + tpu-v3"
 [workload]
@@ -233,3 +235,44 @@ def test_a_point_that_fails_is_recorded_with_its_error_and_tried_again(problem, 
     assert "no feasible mapping" in bad["error"] and bad["objectives"] == {}
     again = plan([problem], ["constraints.max_memory_bytes=1e15,1"], out=tmp_path / "f")
     assert [p.coords["constraints.max_memory_bytes"] for p in again.todo] == [1]
+
+
+def test_an_engine_chosen_by_a_variant_is_not_an_axis(problem, tmp_path):
+    path = tmp_path / "engines.toml"
+    path.write_text('baseline = { variant = "DP" }\n[[variants]]\nname = "DP"\nset = { "search.engine" = "dp" }\n'
+                    '[[variants]]\nname = "AccPar"\nset = { "search.engine" = "accpar" }\n')
+    study = sweep([problem], vary=["workload.batch=32,64"], variants=str(path), out=tmp_path / "e")
+    assert [row["engine"] for row in study.rows] == ["dp", "dp", "accpar", "accpar"]
+    for row in study.rows:  # the DP row of the same batch is the baseline, though its engine differs
+        loaded = optmap.load(problem, [f"workload.batch={row['set']['workload.batch']}"])
+        dp, mine = (optmap.solve(loaded, engine=e).values["time"] for e in ("dp", row["engine"]))
+        assert row["derived"]["speedup_over_DP"] == pytest.approx(dp / mine, rel=1e-12)
+    assert axes(study.rows) == ("workload.batch", ["variant"], True)
+
+
+@pytest.mark.parametrize("name, problems, count", [
+    ("accpar/fig8.sweep.toml", ["accpar/hetero-vgg19.toml"], 8 * 5),
+    ("acctfm/ablation.sweep.toml", [f"acctfm/tf{n}.toml" for n in (8, 16, 32, 64)], 4 * 4),
+    ("acctfm/bandwidth.sweep.toml", [f"acctfm/tf{n}.toml" for n in (8, 16, 32, 64)], 4 * 2 * 8),
+])
+def test_shipped_sweep_files_plan(tmp_path, name, problems, count):
+    study = plan([str(ROOT / "problems" / p) for p in problems], variants=str(ROOT / "problems" / name),
+                 out=tmp_path / "x")
+    assert len(study.points) == count
+
+
+def test_ablation_sweep_file_runs_the_variants_of_the_reproduction(tmp_path):
+    # the four variants as docs/reproductions/acctfm.md defines them, run directly on TF8
+    tf8 = str(ROOT / "problems" / "acctfm" / "tf8.toml")
+    study = sweep([tf8], variants=str(ROOT / "problems" / "acctfm" / "ablation.sweep.toml"), out=tmp_path / "a")
+    problem = optmap.load(tf8)
+    base = optmap.solve(problem, "megatron").values["time"]
+    direct = {
+        "Megatron-LM": base,
+        "pipeline only": optmap.solve(problem, "acctfm", options={"compression": "off"}).values["time"],
+        "compression only": optmap.solve(problem, "megatron", options={"compression": "on"}).values["time"],
+        "AccTFM": optmap.solve(problem, "acctfm").values["time"],
+    }
+    for row in study.rows:
+        assert row["objectives"]["time"] == pytest.approx(direct[row["variant"]], rel=1e-12)
+        assert row["metrics"]["speedup"] == pytest.approx(base / direct[row["variant"]], rel=1e-12)

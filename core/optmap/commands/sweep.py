@@ -119,8 +119,10 @@ def sweep(args) -> int:
     if args.markdown and study.rows:
         from optmap.sweep.store import atomic_write
 
-        atomic_write(args.markdown, "\n\n".join(markdown(pivot(study.rows, x, series, y, study.config.references))
-                                                for y in ys))
+        heading = study.config.plot.get("xlabel") or x
+        tables = [(f"**{y}**\n\n" if len(ys) > 1 else "")
+                  + markdown(pivot(study.rows, x, series, y, study.config.references), {x: heading}) for y in ys]
+        atomic_write(args.markdown, "\n".join(tables))
         terminal.print(f"table written to {args.markdown}")
     failed = [row for row in study.rows if row.get("error")]
     if not study.complete:

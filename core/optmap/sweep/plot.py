@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 
 from optmap.plots import pyplot
-from optmap.sweep.summary import groups, references_for
+from optmap.sweep.summary import groups, references_for, series_label
 
 UNITS = (("time", "s"), ("seconds", "s"), ("bytes", "B"), ("flops", "FLOP"))
+MARKERS = ("o", "s", "^", "v", "P", "X")
+LINES = ("-", "--", "-.", ":")
+DOTTED = (0, (1, 2))
 
 
 def unit_label(name: str) -> str:
@@ -28,6 +31,27 @@ def unit_label(name: str) -> str:
     return name
 
 
+def styles(rows: list[dict[str, Any]], series: list[str]) -> dict[str, tuple[int, int]]:
+    """{series label: (colour index, line style index)}: with two or more series coordinates,
+    the colour follows the first and the line style the rest (tf8 solid / dashed, tf16 ...)."""
+    from optmap.sweep.store import coordinates
+
+    out: dict[str, tuple[int, int]] = {}
+    colours: dict[Any, int] = {}
+    kinds: dict[Any, int] = {}
+    for row in rows:
+        label = series_label(row, series)
+        if label in out:
+            continue
+        coords = coordinates(row)
+        if len(series) < 2:
+            out[label] = (len(out), 0)
+            continue
+        first, rest = repr(coords[series[0]]), repr([coords[key] for key in series[1:]])
+        out[label] = (colours.setdefault(first, len(colours)), kinds.setdefault(rest, len(kinds)))
+    return out
+
+
 def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: list[str], ys: list[str],
                numeric: bool, references=(), title: str = "", options: dict[str, Any] | None = None) -> Path:
     """Draw the sweep's ``ys`` over ``x`` (one panel per y) and save it to ``path``."""
@@ -35,11 +59,12 @@ def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: lis
     options = options or {}
     panels = len(ys)
     figure, axes_list = plt.subplots(1, panels, figsize=(7.2 * panels if panels > 1 else 8.0, 4.8), squeeze=False)
+    look = styles([row for row in rows if not row.get("error")], series)
     for axes, y in zip(axes_list[0], ys):
         data = groups(rows, x, series, y)
         refs = references_for(rows, references, x, series, y)
         if numeric:
-            _lines(axes, data, refs, options)
+            _lines(axes, data, refs, look, options)
         else:
             _bars(axes, data, refs)
         axes.set_xlabel(options.get("xlabel", x))
@@ -49,7 +74,7 @@ def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: lis
         axes.grid(True, axis="y", alpha=0.3)
         axes.margins(y=0.12)
         if len(data) > 1 or refs:
-            axes.legend(fontsize=8)
+            axes.legend(fontsize=7 if len(data) > 6 else 8)
     figure.suptitle(options.get("title", title), fontsize=11)
     figure.tight_layout()
     figure.savefig(path, dpi=130)
@@ -57,21 +82,37 @@ def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: lis
     return Path(path)
 
 
-def _lines(axes, data, refs, options) -> None:
+def _lines(axes, data, refs, look, options) -> None:
     xs_all = sorted({value for points in data.values() for value in points})
-    for index, (label, points) in enumerate(data.items()):
-        colour = f"C{index % 10}"
+    for label, points in data.items():
+        colour_index, kind = look.get(label, (0, 0))
+        colour = f"C{colour_index % 10}"
         xs = sorted(points)
         values = [np.asarray(points[v], float) for v in xs]
         mean = np.array([v.mean() for v in values])
-        axes.plot(xs, mean, marker="o", color=colour, label=label)
+        axes.plot(xs, mean, marker=MARKERS[kind % len(MARKERS)], linestyle=LINES[kind % len(LINES)], color=colour,
+                  label=label)
         if any(len(v) > 1 for v in values):
             low, high = mean - [v.min() for v in values], [v.max() for v in values] - mean
             axes.errorbar(xs, mean, yerr=[low, high], fmt="none", ecolor=colour, capsize=3, alpha=0.6)
         if len(data) == 1 and len(xs) <= 16:
             for xv, yv in zip(xs, mean):
                 axes.annotate(f"{yv:.4g}", (xv, yv), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
-    _references(axes, refs, list(data), lambda label, value: value)
+    levels = markers = False
+    for label, points in refs.items():  # in the colour of their series
+        colour = f"C{look.get(label, (0, 0))[0] % 10}"
+        if len(points) == len(xs_all) and len(set(points.values())) == 1:  # one value for every x: a level
+            axes.axhline(next(iter(points.values())), color=colour, linestyle=DOTTED, linewidth=1.6)
+            levels = True
+        else:
+            axes.plot(list(points), list(points.values()), marker="D", markersize=7, markerfacecolor="none",
+                      markeredgecolor=colour, linestyle="none")
+            markers = True
+    if levels:
+        axes.plot([], [], color="grey", linestyle=DOTTED, linewidth=1.6, label="reference (paper)")
+    if markers:
+        axes.plot([], [], marker="D", markerfacecolor="none", markeredgecolor="grey", linestyle="none",
+                  label="reference (paper)")
     scale = options.get("xscale")
     positive = all(v > 0 for v in xs_all)
     if scale is None and positive and len(xs_all) > 2 and max(xs_all) / min(xs_all) >= 8:

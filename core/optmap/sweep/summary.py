@@ -152,11 +152,13 @@ def pivot(rows, x: str, series: list[str], y: str, references=()) -> list[dict[s
     return out
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
-    """Rows of dicts as a markdown table (numbers as ``optmap run`` prints them)."""
+def markdown(rows: list[dict[str, Any]], headings: dict[str, str] | None = None) -> str:
+    """Rows of dicts as a markdown table (numbers as ``optmap run`` prints them); ``headings``
+    renames columns."""
     if not rows:
         return ""
     keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    names = [(headings or {}).get(key, key) for key in keys]
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(keys)]
     lines += ["| " + " | ".join(fmt(row.get(key, "")) for key in keys) + " |" for row in rows]
     return "\n".join(lines) + "\n"
