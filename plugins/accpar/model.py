@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, categorical, integer
@@ -41,9 +41,9 @@ from .tables import (
     TYPE_NAMES,
     WEIGHTED,
     inter_fraction_of,
-    transition_code,
     intra_elements,
     table6_flops,
+    transition_code,
 )
 
 
@@ -68,6 +68,7 @@ class AccParCostModel(CostModel):
 
     formulation = "AccPar's formulation ([cost] model = \"accpar\")"
     capabilities = frozenset({BATCH, LAYER_CHAIN_TABLES})
+    default_engine = "accpar"
 
     def __init__(
         self,
@@ -80,9 +81,9 @@ class AccParCostModel(CostModel):
         flops: Literal["table6", "2mac"] = "table6",
         overlap: bool = False,
         share_scaling: Literal["tables", "linear"] = "tables",
-        ratio_steps: int = 60,
+        ratio_steps: ints(2, 1000) = 60,
         check_memory: bool = True,
-        weight_copies: int = 3,
+        weight_copies: ints(1, 64) = 3,
     ) -> None:
         """Options (note §6 decisions): ``bandwidth`` divides a side's transfer by its own network
         bandwidth (Eq. 7, b_i), its partner's (Fig. 2 text, b_j) or the smaller; ``combine`` takes
