@@ -56,9 +56,9 @@ def file_stem(name: str) -> str:
     """A file-name-safe form of ``name``: letters, digits, ``.``, ``-`` and ``_``; long names are
     cut and keep a short hash, so distinct names stay distinct."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "problem"
-    if len(stem) > STEM_LIMIT or stem != name.replace(" ", "_"):
+    if len(stem) > STEM_LIMIT or stem != name.replace(" ", "_"):  # changed: keep names apart by a hash
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-        stem = f"{stem[:STEM_LIMIT]}-{digest}" if len(stem) > STEM_LIMIT else stem
+        stem = f"{stem[:STEM_LIMIT]}-{digest}"
     return stem
 
 

@@ -105,6 +105,8 @@ class AccParCostModel(CostModel):
         self.mode, self.bandwidth, self.combine = mode, bandwidth, combine
         self.overlap, self.ratio_steps, self.share_scaling = overlap, ratio_steps, share_scaling
         self.check_memory, self.weight_copies = check_memory, weight_copies
+        for kind in system.kinds():
+            kind.flops_per_s(workload.dtype)  # an accelerator without a rate for the dtype: refused at load
         self.graph = block_graph(workload)
         self.hierarchy: Hierarchy = bisect(system)
         if mode == "comm_only" and self.hierarchy.ratios:

@@ -73,7 +73,7 @@ def run(args) -> int:
                            workers=args.workers, scheduler=args.scheduler)
         except SearchFailed as failure:
             progress.close()
-            print(f"partial result written to {keep(failure.result)}", file=sys.stderr)
+            print(f"note: partial result written to {keep(failure.result)}", file=sys.stderr)
             raise
         progress.close()
         where = keep(result)

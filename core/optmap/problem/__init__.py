@@ -43,7 +43,7 @@ from optmap.search.engine import misfit
 
 __all__ = ["Problem", "SearchDefaults", "apply_overrides", "build_problem", "load", "parse_override", "read_spec"]
 
-NAME_LIMIT = 200  # characters; a problem's name also names its default result folder
+NAME_LIMIT = 1000  # characters of a problem name (its default result folder is shortened, see optmap.output)
 
 
 @dataclass
