@@ -4,7 +4,6 @@ reported, each reproducing the report's case."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -15,7 +14,6 @@ import pytest
 
 from conftest import ROOT
 from optmap.cli import main
-from optmap.errors import OptmapError
 from optmap.output import exclusive, file_stem, json_text, save
 
 LENET = ROOT / "problems" / "accpar" / "homog-lenet.toml"
