@@ -1,0 +1,156 @@
+"""Walks an :class:`OnnxGraph` and emits one workload layer per ONNX node that computes activations.
+
+Op handlers (``handlers.py``) turn a node into layers through :class:`Converter`'s small API
+(``emit``, ``alias``, ``unsupported``). Every node that the importer cannot map is collected and
+all of them are reported together in one line, so a user sees the whole list at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import networkx as nx
+import onnx
+
+from optmap.errors import OptmapError
+from optmap.workload import Layer, Workload
+
+from .graph import OnnxGraph
+from .naming import Namer, base_name, op_label
+
+Handler = Callable[["Converter", onnx.NodeProto], None]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*op_types: str) -> Callable[[Handler], Handler]:
+    """Register a handler for the ONNX op types ``op_types`` (default domain)."""
+    def register(handler: Handler) -> Handler:
+        for op_type in op_types:
+            HANDLERS[op_type] = handler
+        return handler
+    return register
+
+
+def attributes(node: onnx.NodeProto) -> dict[str, object]:
+    """A node's attributes as Python values (strings decoded, lists as tuples)."""
+    values = {}
+    for attribute in node.attribute:
+        value = onnx.helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, list):
+            value = tuple(v.decode() if isinstance(v, bytes) else v for v in value)
+        values[attribute.name] = value
+    return values
+
+
+class Unsupported(Exception):
+    """Raised by a handler: this node (described by ``label``, e.g. "Conv (3-D)") cannot be mapped."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(label)
+        self.label = label
+
+
+class _Builder:
+    """Stand-in for ``WorkloadBuilder.op`` (core-api, issue 9): a layer of a given kind and shape."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.graph = nx.DiGraph()
+
+    def input(self, shape: tuple[int, ...], name: str) -> str:
+        self.graph.add_node(name, layer=Layer(name, "input", (), shape))
+        return name
+
+    def shape(self, x: str) -> tuple[int, ...]:
+        return self.graph.nodes[x]["layer"].out_shape
+
+    def op(self, kind: str, inputs: tuple[str, ...], out_shape: tuple[int, ...], name: str, attrs: dict) -> str:
+        self.graph.add_node(name, layer=Layer(name, kind, tuple(self.shape(x) for x in inputs), out_shape, attrs))
+        for i, x in enumerate(inputs):
+            self.graph.add_edge(x, name, index=i)
+        return name
+
+    def build(self, batch: int, dtype: str, phase: str) -> Workload:
+        return Workload(self.name, self.graph.copy(), batch, dtype, phase)
+
+
+class Converter:
+    """State of one conversion: the builder, the layer that produces each activation, what failed."""
+
+    def __init__(self, graph: OnnxGraph, name: str) -> None:
+        self.g = graph
+        self.b = _Builder(name)
+        self.layer_of: dict[str, str] = {}  # activation tensor -> the layer whose output it is
+        self.skip: set[int] = set()  # nodes already folded into another layer (a MatMul's bias Add)
+        self.failed: dict[str, list[onnx.NodeProto]] = {}
+        self._namer = Namer()
+        self._node: onnx.NodeProto | None = None
+
+    # --- the walk -----------------------------------------------------------------------------
+    def run(self) -> _Builder:
+        for value in self.g.inputs:
+            self.layer_of[value.name] = self.b.input(self.g.shape(value.name), self._namer(value.name))
+        for node in self.g.nodes:
+            if id(node) in self.skip or not any(self.g.is_activation(out) for out in node.output):
+                continue  # a constant computation, or already part of a layer
+            handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+            if handler is None:
+                self._fail(op_label(node), node)
+                continue
+            if any(self.g.is_activation(x) and x not in self.layer_of for x in node.input):
+                continue  # downstream of a node already reported
+            self._node = node
+            try:
+                handler(self, node)
+                self._check_outputs(node)
+            except Unsupported as exc:
+                self._fail(exc.label, node)
+        if self.failed:
+            raise OptmapError(f"{self.g.where}: {self._failure_summary()}")
+        return self.b
+
+    def _check_outputs(self, node: onnx.NodeProto) -> None:
+        """Outputs a handler left unmapped (a MaxPool's indices) must be unused."""
+        for out in node.output:
+            if out and self.g.is_activation(out) and out not in self.layer_of:
+                if self.g.consumers.get(out) or out in self.g.outputs:
+                    raise Unsupported(f"{node.op_type} (output '{out}' used)")
+
+    def _fail(self, label: str, node: onnx.NodeProto) -> None:
+        self.failed.setdefault(label, []).append(node)
+
+    def _failure_summary(self) -> str:
+        parts = []
+        for label, nodes in sorted(self.failed.items()):
+            first = nodes[0].name or nodes[0].output[0]
+            parts.append(f"{label} x{len(nodes)} (e.g. '{first}')" if len(nodes) > 1 else f"{label} ('{first}')")
+        count = sum(len(nodes) for nodes in self.failed.values())
+        return (f"{count} ONNX node{'s' if count > 1 else ''} optmap cannot import: {', '.join(parts)}; "
+                f"the supported ops are listed under \"Your own model (ONNX)\" in README.md")
+
+    # --- the handlers' API --------------------------------------------------------------------
+    def activations(self, node: onnx.NodeProto) -> list[str]:
+        """The node's inputs that are activations, in input order."""
+        return [x for x in node.input if x and self.g.is_activation(x)]
+
+    def emit(self, op: str, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> str:
+        """A layer of kind ``op`` reading the activations ``inputs`` and producing the tensor ``output``."""
+        node = self._node
+        assert node is not None
+        layers = tuple(dict.fromkeys(self.layer_of[x] for x in inputs))  # x op x reads x once
+        name = self._namer(base_name(node) + suffix)
+        self.layer_of[output] = self.b.op(op, layers, self.g.shape(output), name, attrs)
+        return self.layer_of[output]
+
+    def alias(self, output: str, source: str) -> None:
+        """``output`` is ``source`` (Identity, Cast): no layer."""
+        self.layer_of[output] = self.layer_of[source]
+
+
+def convert(graph: OnnxGraph, name: str, batch: int, dtype: str, phase: str) -> Workload:
+    """The workload of ``graph`` (see ``handlers.py`` for what each ONNX op becomes)."""
+    from . import handlers  # noqa: F401  (registers the handlers)
+
+    return Converter(graph, name).run().build(batch, dtype, phase)
