@@ -124,9 +124,12 @@ def matmul(c: Converter, node: onnx.NodeProto) -> None:
     if len(weight) != 2:
         raise Unsupported("MatMul (batched constant weights)")
     add = _bias_add(c, node.output[0], weight[1])
-    if add is not None:
-        c.skip.add(id(add))
-    c.emit("linear", [a], node.output[0] if add is None else add.output[0], bias=add is not None)
+    if add is None:
+        c.emit("linear", [a], node.output[0], bias=False)
+        return
+    c.skip.add(id(add))
+    c.emit("linear", [a], add.output[0], bias=True)
+    c.alias(node.output[0], add.output[0])  # the product before its bias is the same layer
 
 
 # --- pooling -----------------------------------------------------------------------------------
