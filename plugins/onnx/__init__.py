@@ -1,12 +1,15 @@
 """ONNX import: ``[workload] file = "model.onnx"`` reads a real ONNX graph as an optmap workload.
 
-Workload reader ``onnx`` (:func:`read_onnx`), picked by the ``.onnx`` suffix. Needs the optional
-``onnx`` package: ``pip install 'optmap[onnx]'``.
+Workload ``onnx`` (:func:`read_onnx`), the reader of ``.onnx`` files, and the op kinds it adds
+to the workload IR (``optmap.plugins.onnx.ops``). Reading needs the optional ``onnx`` package:
+``pip install 'optmap[onnx]'``.
 """
 
 from optmap.hookspecs import hookimpl
 
 __all__ = ["read_onnx"]
+OP_KINDS = ("elementwise", "binary", "reduce", "norm", "embedding", "attention", "reshape", "transpose", "slice",
+            "copy")
 
 
 def __getattr__(name: str):
@@ -20,3 +23,14 @@ def __getattr__(name: str):
 @hookimpl
 def optmap_register_workloads(register):
     register("onnx", "optmap.plugins.onnx.reader:read_onnx")
+
+
+@hookimpl
+def optmap_register_workload_readers(register):
+    register(".onnx", "onnx")
+
+
+@hookimpl
+def optmap_register_ops(register):
+    for name in OP_KINDS:
+        register(name, f"optmap.plugins.onnx.ops:{name.upper()}")

@@ -7,13 +7,13 @@ all of them are reported together in one line, so a user sees the whole list at 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
-import networkx as nx
 import onnx
 
 from optmap.errors import OptmapError
-from optmap.workload import Layer, Workload
+from optmap.workload import OpKind, Workload, WorkloadBuilder
 
 from .graph import OnnxGraph
 from .naming import Namer, base_name, op_label
@@ -44,6 +44,11 @@ def attributes(node: onnx.NodeProto) -> dict[str, object]:
     return values
 
 
+def has_input(node: onnx.NodeProto, index: int) -> bool:
+    """True when the optional input ``index`` is given."""
+    return len(node.input) > index and bool(node.input[index])
+
+
 class Unsupported(Exception):
     """Raised by a handler: this node (described by ``label``, e.g. "Conv (3-D)") cannot be mapped."""
 
@@ -52,36 +57,13 @@ class Unsupported(Exception):
         self.label = label
 
 
-class _Builder:
-    """Stand-in for ``WorkloadBuilder.op`` (core-api, issue 9): a layer of a given kind and shape."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.graph = nx.DiGraph()
-
-    def input(self, shape: tuple[int, ...], name: str) -> str:
-        self.graph.add_node(name, layer=Layer(name, "input", (), shape))
-        return name
-
-    def shape(self, x: str) -> tuple[int, ...]:
-        return self.graph.nodes[x]["layer"].out_shape
-
-    def op(self, kind: str, inputs: tuple[str, ...], out_shape: tuple[int, ...], name: str, attrs: dict) -> str:
-        self.graph.add_node(name, layer=Layer(name, kind, tuple(self.shape(x) for x in inputs), out_shape, attrs))
-        for i, x in enumerate(inputs):
-            self.graph.add_edge(x, name, index=i)
-        return name
-
-    def build(self, batch: int, dtype: str, phase: str) -> Workload:
-        return Workload(self.name, self.graph.copy(), batch, dtype, phase)
-
-
 class Converter:
     """State of one conversion: the builder, the layer that produces each activation, what failed."""
 
     def __init__(self, graph: OnnxGraph, name: str) -> None:
         self.g = graph
-        self.b = _Builder(name)
+        self.name = name
+        self.b: WorkloadBuilder | None = None
         self.layer_of: dict[str, str] = {}  # activation tensor -> the layer whose output it is
         self.skip: set[int] = set()  # nodes already folded into another layer (a MatMul's bias Add)
         self.failed: dict[str, list[onnx.NodeProto]] = {}
@@ -89,9 +71,14 @@ class Converter:
         self._node: onnx.NodeProto | None = None
 
     # --- the walk -----------------------------------------------------------------------------
-    def run(self) -> _Builder:
+    def run(self) -> WorkloadBuilder:
         for value in self.g.inputs:
-            self.layer_of[value.name] = self.b.input(self.g.shape(value.name), self._namer(value.name))
+            shape, name = self.g.shape(value.name), self._namer(value.name)
+            if self.b is None:
+                self.b = WorkloadBuilder(self.name, shape, input_name=name)
+            else:
+                self.b.input(shape, name)
+            self.layer_of[value.name] = name
         for node in self.g.nodes:
             if id(node) in self.skip or not any(self.g.is_activation(out) for out in node.output):
                 continue  # a constant computation, or already part of a layer
@@ -135,13 +122,23 @@ class Converter:
         """The node's inputs that are activations, in input order."""
         return [x for x in node.input if x and self.g.is_activation(x)]
 
-    def emit(self, op: str, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> str:
+    def trainable_elements(self, node: onnx.NodeProto) -> int:
+        """Elements of the node's floating-point initializers that are not scalars: the trainable
+        constants of an element-wise or copy layer (a bias, a PReLU slope, a position embedding,
+        a class token); scales, epsilons and constants computed in the graph (masks) are not."""
+        names = {x for x in node.input if x in self.g.initializers and self.g.is_float(x)}
+        return sum(n for n in (math.prod(self.g.const_shape(x)) for x in names) if n > 1)
+
+    def emit(self, op: str | OpKind, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> str:
         """A layer of kind ``op`` reading the activations ``inputs`` and producing the tensor ``output``."""
         node = self._node
-        assert node is not None
+        assert node is not None and self.b is not None
         layers = tuple(dict.fromkeys(self.layer_of[x] for x in inputs))  # x op x reads x once
         name = self._namer(base_name(node) + suffix)
-        self.layer_of[output] = self.b.op(op, layers, self.g.shape(output), name, attrs)
+        if op == "activation":  # WorkloadBuilder.op's own ``kind`` parameter hides the attribute
+            self.layer_of[output] = self.b.activation(layers[0], attrs["kind"], name=name)
+        else:
+            self.layer_of[output] = self.b.op(op, layers, self.g.shape(output), name=name, **attrs)
         return self.layer_of[output]
 
     def alias(self, output: str, source: str) -> None:
@@ -151,6 +148,6 @@ class Converter:
 
 def convert(graph: OnnxGraph, name: str, batch: int, dtype: str, phase: str) -> Workload:
     """The workload of ``graph`` (see ``handlers.py`` for what each ONNX op becomes)."""
-    from . import handlers  # noqa: F401  (registers the handlers)
+    from . import elementwise, handlers, movement  # noqa: F401  (register the handlers)
 
     return Converter(graph, name).run().build(batch, dtype, phase)

@@ -1,16 +1,15 @@
-"""What each ONNX op becomes in the workload IR (shapes are per sample: the batch is removed).
+"""Contractions, pooling, normalisation and fused attention (shapes are per sample: no batch).
 
-Contractions: ``Conv`` (2-D) -> conv2d; ``Gemm`` and ``MatMul`` with a constant weight -> linear
-(a MatMul followed by the Add of a constant bias is one linear with bias, as torch exports
-nn.Linear on sequences); ``MatMul`` of two activations -> matmul (attention scores and context).
-Pooling: ``MaxPool``/``AveragePool`` (2-D) -> maxpool2d/avgpool2d; ``GlobalAveragePool`` and a
-``ReduceMean`` over the two spatial axes keeping them -> adaptive_avgpool2d to 1x1;
-``GlobalMaxPool`` -> maxpool2d over the whole map. Normalisation: ``BatchNormalization`` of
-(C, H, W) -> batchnorm2d; ``LayerNormalization`` over the last axis with a bias -> layernorm.
-Activations: Relu, Sigmoid, Tanh, Softmax, LeakyRelu, HardSwish, Gelu, Clip(0, 6) (relu6).
-Element-wise: ``Add``/``Sum`` of activations -> add. Data movement: ``Concat`` of activations ->
-concat; ``Flatten`` and a ``Reshape`` to a vector -> flatten; ``Dropout`` -> dropout;
-``Identity`` and ``Cast`` are no layer at all.
+* ``Conv`` (2-D) -> conv2d. ``Gemm``, and ``MatMul`` with a constant weight -> linear (a MatMul
+  followed by the Add of a constant bias is one linear with bias, as torch exports nn.Linear on
+  sequences). ``MatMul`` of two activations -> matmul (attention scores and context).
+* ``MaxPool``/``AveragePool`` (2-D) -> maxpool2d/avgpool2d; ``GlobalAveragePool`` and a
+  ``ReduceMean`` over both spatial axes of an image keeping them -> adaptive_avgpool2d to 1x1;
+  ``GlobalMaxPool`` -> maxpool2d over the whole map.
+* ``BatchNormalization`` of (C, H, W) -> batchnorm2d; ``LayerNormalization`` over the last axis
+  with a bias -> layernorm; other norms (BatchNorm1d, InstanceNormalization, GroupNormalization,
+  RMSNormalization, ...) -> norm, whose parameters are its scale and bias elements.
+* ``Attention`` (opset 23) -> attention.
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ import math
 
 import onnx
 
-from .convert import Converter, Unsupported, attributes, handles
-
-ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": "softmax",
-               "LeakyRelu": "leaky_relu", "HardSwish": "hardswish", "Gelu": "gelu"}
+from .convert import Converter, Unsupported, attributes, handles, has_input
+from .elementwise import reduce
+from .ops import ATTENTION, NORM
 
 
 def _weight(c: Converter, node: onnx.NodeProto, index: int) -> tuple[int, ...]:
@@ -31,10 +29,6 @@ def _weight(c: Converter, node: onnx.NodeProto, index: int) -> tuple[int, ...]:
     if c.g.is_activation(name):
         raise Unsupported(f"{node.op_type} (weights computed from the input)")
     return c.g.const_shape(name)
-
-
-def _has_input(node: onnx.NodeProto, index: int) -> bool:
-    return len(node.input) > index and bool(node.input[index])
 
 
 def _image(c: Converter, node: onnx.NodeProto) -> tuple[int, int, int]:
@@ -79,11 +73,11 @@ def _window(c: Converter, node: onnx.NodeProto, kernel: tuple[int, ...]) -> dict
 def conv(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     weight = _weight(c, node, 1)  # (Cout, Cin/groups, kh, kw)
-    if _has_input(node, 2) and c.g.is_activation(node.input[2]):
+    if has_input(node, 2) and c.g.is_activation(node.input[2]):
         raise Unsupported("Conv (bias computed from the input)")
     groups = int(attributes(node).get("group", 1))
     c.emit("conv2d", [node.input[0]], node.output[0], **_window(c, node, tuple(weight[2:])), groups=groups,
-           bias=_has_input(node, 2))
+           bias=has_input(node, 2))
 
 
 @handles("Gemm")
@@ -92,9 +86,9 @@ def gemm(c: Converter, node: onnx.NodeProto) -> None:
     if not c.g.is_activation(node.input[0]) or a.get("transA", 0):
         raise Unsupported("Gemm (the activation is not the first, untransposed operand)")
     _weight(c, node, 1)
-    if _has_input(node, 2) and c.g.is_activation(node.input[2]):
+    if has_input(node, 2) and c.g.is_activation(node.input[2]):
         raise Unsupported("Gemm (bias computed from the input)")
-    c.emit("linear", [node.input[0]], node.output[0], bias=_has_input(node, 2))
+    c.emit("linear", [node.input[0]], node.output[0], bias=has_input(node, 2))
 
 
 def _bias_add(c: Converter, out: str, features: int) -> onnx.NodeProto | None:
@@ -162,85 +156,60 @@ def reduce_mean(c: Converter, node: onnx.NodeProto) -> None:
     if len(shape) == 3 and out == (shape[0], 1, 1):  # the mean over H and W: global average pooling
         c.emit("adaptive_avgpool2d", [node.input[0]], node.output[0], output_size=(1, 1))
         return
-    raise Unsupported("ReduceMean (other than over the spatial axes of an image)")
+    reduce(c, node)
 
 
-# --- normalisation and activations -------------------------------------------------------------
+# --- normalisation -----------------------------------------------------------------------------
+def _norm(c: Converter, node: onnx.NodeProto, affine: tuple[int, ...]) -> None:
+    """A norm the built-in kinds lack; its parameters are its scale and bias inputs' elements."""
+    if any(has_input(node, i) and c.g.is_activation(node.input[i]) for i in affine):
+        raise Unsupported(f"{node.op_type} (scale or bias computed from the input)")
+    params = sum(math.prod(c.g.const_shape(node.input[i])) for i in affine if has_input(node, i))
+    c.emit(NORM, [node.input[0]], node.output[0], fn=node.op_type, params=params)
+
+
 @handles("BatchNormalization")
 def batch_norm(c: Converter, node: onnx.NodeProto) -> None:
-    _image(c, node)
-    c.emit("batchnorm2d", [node.input[0]], node.output[0])
+    if len(c.g.shape(node.input[0])) == 3:
+        c.emit("batchnorm2d", [node.input[0]], node.output[0])
+    else:
+        _norm(c, node, (1, 2))  # BatchNorm1d: scale and bias (the running statistics are buffers)
 
 
 @handles("LayerNormalization")
 def layer_norm(c: Converter, node: onnx.NodeProto) -> None:
     rank = len(c.g.shape(node.input[0])) + 1
     axis = int(attributes(node).get("axis", -1))
-    if axis % rank != rank - 1 or not _has_input(node, 2):
-        raise Unsupported("LayerNormalization (over several axes, or without bias)")
-    c.emit("layernorm", [node.input[0]], node.output[0])
+    if axis % rank == rank - 1 and has_input(node, 2):
+        c.emit("layernorm", [node.input[0]], node.output[0])
+    else:
+        _norm(c, node, (1, 2))  # over several axes, or without a bias
 
 
-@handles(*ACTIVATIONS)
-def activation(c: Converter, node: onnx.NodeProto) -> None:
-    c.emit("activation", [node.input[0]], node.output[0], kind=ACTIVATIONS[node.op_type])
+@handles("InstanceNormalization", "GroupNormalization", "RMSNormalization", "LpNormalization",
+         "MeanVarianceNormalization")
+def other_norm(c: Converter, node: onnx.NodeProto) -> None:
+    _norm(c, node, {"RMSNormalization": (1,), "LpNormalization": (), "MeanVarianceNormalization": ()}.get(
+        node.op_type, (1, 2)))
 
 
-@handles("Clip")
-def clip(c: Converter, node: onnx.NodeProto) -> None:
+# --- fused attention ---------------------------------------------------------------------------
+@handles("Attention")
+def attention(c: Converter, node: onnx.NodeProto) -> None:
+    """ONNX Attention (opset 23): (heads, S, d) per-sample operands, or (S, heads*d) with head counts."""
     a = attributes(node)
-    bounds = []
-    for index, key in ((1, "min"), (2, "max")):
-        if _has_input(node, index):
-            value = c.g.const_value(node.input[index])
-            bounds.append(None if value is None or value.size != 1 else float(value.reshape(())))
-        else:
-            bounds.append(a.get(key))
-    if bounds == [0.0, 6.0]:
-        c.emit("activation", [node.input[0]], node.output[0], kind="relu6")
-        return
-    if bounds[0] == 0.0 and bounds[1] is None:
-        c.emit("activation", [node.input[0]], node.output[0], kind="relu")
-        return
-    raise Unsupported("Clip (other than relu/relu6)")
+    q, k, v = (c.g.shape(node.input[i]) for i in range(3))
+    if not all(c.g.is_activation(node.input[i]) for i in range(3)):
+        raise Unsupported("Attention (constant Q, K or V)")
+    if len(q) == 3:
+        heads, q_len, head_dim, kv_len, v_head_dim = q[0], q[1], q[2], k[1], v[2]
+    else:
+        heads, kv_heads = int(a["q_num_heads"]), int(a["kv_num_heads"])
+        heads, q_len, head_dim, kv_len, v_head_dim = heads, q[0], q[1] // heads, k[0], v[1] // kv_heads
+    if has_input(node, 4):  # past_key: cached keys in front of the new ones
+        kv_len += c.g.shape(node.input[4])[-2] if c.g.is_activation(node.input[4]) else c.g.const_shape(
+            node.input[4])[-2]
+    c.emit(ATTENTION, c.activations(node), node.output[0], heads=heads, q_len=q_len, kv_len=kv_len,
+           head_dim=head_dim, v_head_dim=v_head_dim, causal=bool(a.get("is_causal", 0)))
 
 
-# --- element-wise and data movement ------------------------------------------------------------
-@handles("Add", "Sum")
-def add(c: Converter, node: onnx.NodeProto) -> None:
-    xs = c.activations(node)
-    if len(xs) != len(node.input) or len(set(xs)) < 2:
-        raise Unsupported(f"{node.op_type} (of a constant, or of a tensor with itself)")
-    c.emit("add", xs, node.output[0])
-
-
-@handles("Concat")
-def concat(c: Converter, node: onnx.NodeProto) -> None:
-    xs = c.activations(node)
-    rank = len(c.g.shape(node.output[0])) + 1
-    axis = int(attributes(node)["axis"]) % rank
-    if axis == 0:
-        raise Unsupported("Concat (along the batch)")
-    if len(xs) != len(node.input) or len(set(xs)) < 2:
-        raise Unsupported("Concat (with constants, or of a tensor with itself)")
-    c.emit("concat", xs, node.output[0], axis=axis - 1)
-
-
-@handles("Flatten", "Reshape")
-def flatten(c: Converter, node: onnx.NodeProto) -> None:
-    if len(c.g.shape(node.output[0])) != 1:
-        raise Unsupported(f"{node.op_type} (to a shape other than a vector)")
-    c.emit("flatten", [node.input[0]], node.output[0])
-
-
-@handles("Dropout")
-def dropout(c: Converter, node: onnx.NodeProto) -> None:
-    ratio = c.g.const_value(node.input[1]) if _has_input(node, 1) else None
-    p = float(ratio.reshape(())) if ratio is not None and ratio.size == 1 else float(
-        attributes(node).get("ratio", 0.5))
-    c.emit("dropout", [node.input[0]], node.output[0], p=p)
-
-
-@handles("Identity", "Cast")
-def identity(c: Converter, node: onnx.NodeProto) -> None:
-    c.alias(node.output[0], node.input[0])
