@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import onnx
 
 from optmap.errors import OptmapError
 from optmap.workload import OpKind, Workload, WorkloadBuilder
 
-from .graph import OnnxGraph
-from .naming import Namer, base_name, op_label
+from .graph import SHAPE_ONLY_INPUTS, OnnxGraph
+from .naming import Namer, base_names, op_label
 
 Handler = Callable[["Converter", onnx.NodeProto], None]
 HANDLERS: dict[str, Handler] = {}
@@ -57,28 +58,36 @@ class Unsupported(Exception):
         self.label = label
 
 
+@dataclass
+class _Pending:
+    """A layer a handler asked for; it is named and built once the whole graph is walked."""
+
+    node: onnx.NodeProto
+    op: str | OpKind
+    inputs: tuple[int, ...]  # indices of the producing layers
+    shape: tuple[int, ...]
+    suffix: str
+    attrs: dict[str, object]
+
+
 class Converter:
-    """State of one conversion: the builder, the layer that produces each activation, what failed."""
+    """State of one conversion: the layers asked for, the layer behind each activation, what failed."""
 
     def __init__(self, graph: OnnxGraph, name: str) -> None:
         self.g = graph
         self.name = name
-        self.b: WorkloadBuilder | None = None
-        self.layer_of: dict[str, str] = {}  # activation tensor -> the layer whose output it is
+        self.layers: list[_Pending | str] = []  # network inputs (their names) and pending layers
+        self.layer_of: dict[str, int] = {}  # activation tensor -> index of the layer that outputs it
         self.skip: set[int] = set()  # nodes already folded into another layer (a MatMul's bias Add)
         self.failed: dict[str, list[onnx.NodeProto]] = {}
-        self._namer = Namer()
+        self._counted: set[str] = set()  # constants already counted as some layer's parameters
         self._node: onnx.NodeProto | None = None
+        for value in graph.inputs:
+            self.layer_of[value.name] = len(self.layers)
+            self.layers.append(value.name)
 
     # --- the walk -----------------------------------------------------------------------------
     def run(self) -> WorkloadBuilder:
-        for value in self.g.inputs:
-            shape, name = self.g.shape(value.name), self._namer(value.name)
-            if self.b is None:
-                self.b = WorkloadBuilder(self.name, shape, input_name=name)
-            else:
-                self.b.input(shape, name)
-            self.layer_of[value.name] = name
         for node in self.g.nodes:
             if id(node) in self.skip or not any(self.g.is_activation(out) for out in node.output):
                 continue  # a constant computation, or already part of a layer
@@ -96,7 +105,30 @@ class Converter:
                 self._fail(exc.label, node)
         if self.failed:
             raise OptmapError(f"{self.g.where}: {self._failure_summary()}")
-        return self.b
+        return self._build()
+
+    def _build(self) -> WorkloadBuilder:
+        """Name the layers (now that it is known which nodes became layers) and build them."""
+        namer = Namer()
+        pending = [p for p in self.layers if isinstance(p, _Pending)]
+        bases = base_names(list({id(p.node): p.node for p in pending}.values()))
+        names = [namer(p) if isinstance(p, str) else namer(bases[id(p.node)] + p.suffix) for p in self.layers]
+        b = None
+        for value in self.g.inputs:
+            name = names[self.layer_of[value.name]]
+            if b is None:
+                b = WorkloadBuilder(self.name, self.g.shape(value.name), input_name=name)
+            else:
+                b.input(self.g.shape(value.name), name)
+        for index, p in enumerate(self.layers):
+            if isinstance(p, str):
+                continue
+            inputs = tuple(names[i] for i in p.inputs)
+            if p.op == "activation":  # WorkloadBuilder.op's own ``kind`` parameter hides the attribute
+                b.activation(inputs[0], p.attrs["kind"], name=names[index])
+            else:
+                b.op(p.op, inputs, p.shape, name=names[index], **p.attrs)
+        return b
 
     def _check_outputs(self, node: onnx.NodeProto) -> None:
         """Outputs a handler left unmapped (a MaxPool's indices) must be unused."""
@@ -123,23 +155,31 @@ class Converter:
         return [x for x in node.input if x and self.g.is_activation(x)]
 
     def trainable_elements(self, node: onnx.NodeProto) -> int:
-        """Elements of the node's floating-point initializers that are not scalars: the trainable
-        constants of an element-wise or copy layer (a bias, a PReLU slope, a position embedding,
-        a class token); scales, epsilons and constants computed in the graph (masks) are not."""
-        names = {x for x in node.input if x in self.g.initializers and self.g.is_float(x)}
-        return sum(n for n in (math.prod(self.g.const_shape(x)) for x in names) if n > 1)
+        """Elements of the floating-point initializers, other than scalars, that the node's constant
+        inputs are made from (a bias, a PReLU slope, a position embedding, a class token expanded to
+        the batch): the trainable constants of an element-wise or copy layer, each counted once.
+        Scales, epsilons and constants built in the graph (masks) are not."""
+        total, stack = 0, [x for x in node.input if x and not self.g.is_activation(x)]
+        while stack:
+            name = stack.pop()
+            if name in self._counted:
+                continue
+            self._counted.add(name)
+            if name in self.g.initializers:
+                elements = math.prod(self.g.const_shape(name))
+                total += elements if self.g.is_float(name) and elements > 1 else 0
+            elif name in self.g.producer:  # a constant computed from other constants: look through it
+                source = self.g.producer[name]
+                skip = SHAPE_ONLY_INPUTS.get(source.op_type, frozenset())
+                stack += [x for i, x in enumerate(source.input) if x and skip is not None and i not in skip]
+        return total
 
-    def emit(self, op: str | OpKind, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> str:
+    def emit(self, op: str | OpKind, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> None:
         """A layer of kind ``op`` reading the activations ``inputs`` and producing the tensor ``output``."""
-        node = self._node
-        assert node is not None and self.b is not None
+        assert self._node is not None
         layers = tuple(dict.fromkeys(self.layer_of[x] for x in inputs))  # x op x reads x once
-        name = self._namer(base_name(node) + suffix)
-        if op == "activation":  # WorkloadBuilder.op's own ``kind`` parameter hides the attribute
-            self.layer_of[output] = self.b.activation(layers[0], attrs["kind"], name=name)
-        else:
-            self.layer_of[output] = self.b.op(op, layers, self.g.shape(output), name=name, **attrs)
-        return self.layer_of[output]
+        self.layer_of[output] = len(self.layers)
+        self.layers.append(_Pending(self._node, op, layers, self.g.shape(output), suffix, attrs))
 
     def alias(self, output: str, source: str) -> None:
         """``output`` is ``source`` (Identity, Cast): no layer."""

@@ -1,8 +1,8 @@
 """An ONNX model as optmap sees it: activations with per-sample shapes, and constants.
 
 The model is loaded without its external weight data (only names, types and dimensions are
-read), local functions are inlined, and ONNX shape inference (with data propagation, so
-``Shape -> Gather -> Concat -> Reshape`` chains resolve) gives every tensor its shape.
+read), local functions are inlined, and shapes come from ONNX shape inference (``shapes.py``,
+which also finds the batch in every activation).
 
 Tensors fall in two classes:
 
@@ -12,11 +12,6 @@ Tensors fall in two classes:
   constants built from it stay constants.
 * **constants**: initializers (weights), ``Constant`` nodes and whatever is computed from them
   alone. Constant computations are not layers.
-
-The first dimension of every network input is the batch. It may be symbolic (``"batch"``) or a
-number (the batch the model was exported with); every activation must keep it as its first
-dimension, and the rest of its shape (the per-sample shape of the workload IR) must be known.
-Other symbolic input dimensions (a sequence length) are given sizes by the ``dims`` option.
 """
 
 from __future__ import annotations
@@ -27,16 +22,18 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import external_data_helper, numpy_helper
 
 from optmap.errors import OptmapError
 
 from .naming import describe
+from .shapes import Shapes
 
 # Inputs read only for their shape or element type, never for their values (op -> input positions).
 SHAPE_ONLY_INPUTS: dict[str, frozenset[int] | None] = {
     "Shape": None, "Size": None, "CastLike": frozenset({1}),  # None: every input
 }
+INDEX_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
 FLOAT_TYPES = frozenset({
     onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE,
 })
@@ -55,19 +52,17 @@ def load_model(path: Path) -> onnx.ModelProto:
                           f"torch.onnx.export or check the file") from None
     if not model.graph.node:
         raise OptmapError(f"{path}: the ONNX graph has no nodes (is this an ONNX model file?)")
+    for tensor in model.graph.initializer:  # integer constants (shapes, axes) stored beside the model
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and tensor.data_type in INDEX_TYPES:
+            try:
+                external_data_helper.load_external_data_for_tensor(tensor, str(path.parent))
+            except OSError:
+                pass  # not there: shape inference will say which shape it cannot find
     if model.functions:
         from onnx import inliner
 
         model = inliner.inline_local_functions(model)
     return model
-
-
-def _dims(value_type: onnx.TypeProto) -> list[int | str] | None:
-    """A tensor type's dimensions: numbers, symbol names, or "?" where unknown; None without a shape."""
-    tensor = value_type.tensor_type
-    if not value_type.HasField("tensor_type") or not tensor.HasField("shape"):
-        return None
-    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in tensor.shape.dim]
 
 
 class OnnxGraph:
@@ -80,15 +75,9 @@ class OnnxGraph:
         self.inputs = [v for v in graph.input if v.name not in self.initializers]
         if not self.inputs:
             raise OptmapError(f"{where}: the ONNX graph has no inputs (every graph input is an initializer)")
-        self.batch_marks = self._fix_input_dims(dims or {})
-        try:
-            model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-        except Exception as exc:  # InferenceError, ValidationError: the model itself is inconsistent
-            message = " ".join(str(exc).split())
-            raise OptmapError(f"{where}: ONNX shape inference failed: {message[:300]}") from None
-        self.model = model
+        self.shapes = Shapes(model, self.inputs, where, dims or {})
         self.nodes = self._sorted_nodes(model.graph)
-        self.types = {v.name: v.type for v in (*model.graph.value_info, *model.graph.input, *model.graph.output)}
+        self.types = self.shapes.types
         self.producer = {out: node for node in self.nodes for out in node.output if out}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in self.nodes:
@@ -99,32 +88,6 @@ class OnnxGraph:
         self.activations = self._activations()
 
     # --- construction ---------------------------------------------------------------------------
-    def _fix_input_dims(self, dims: Mapping[str, int]) -> set[int | str]:
-        """Give symbolic input dimensions the sizes of ``dims``; return the batch markers (dim 0)."""
-        marks: set[int | str] = set()
-        seen: set[str] = set()
-        for value in self.inputs:
-            shape = value.type.tensor_type.shape
-            if not value.type.HasField("tensor_type") or not shape.dim:
-                raise OptmapError(f"{self.where}: input '{value.name}' has no shape; optmap needs (batch, ...)")
-            for axis, dim in enumerate(shape.dim):
-                seen.add(dim.dim_param)
-                if dim.HasField("dim_param") and dim.dim_param in dims:
-                    dim.dim_value = int(dims[dim.dim_param])  # clears dim_param (a oneof)
-                if axis == 0:
-                    if not dim.HasField("dim_value") and not dim.dim_param:
-                        dim.dim_param = "batch"  # an unnamed dynamic batch
-                    marks.add(dim.dim_value if dim.HasField("dim_value") else dim.dim_param)
-                elif not dim.HasField("dim_value"):
-                    symbol = dim.dim_param or "?"
-                    raise OptmapError(
-                        f"{self.where}: input '{value.name}' dimension {axis} is symbolic ('{symbol}'); "
-                        f"give its size in [workload] dims = {{ {dim.dim_param or 'NAME'} = N }}")
-        unused = sorted(set(dims) - seen)
-        if unused:
-            raise OptmapError(f"{self.where}: dims names {unused}, which no input dimension of the model uses")
-        return marks
-
     def _sorted_nodes(self, graph: onnx.GraphProto) -> list[onnx.NodeProto]:
         """The nodes in a topological order (a file's own order where it is one)."""
         made = {name for name in self.initializers} | {v.name for v in graph.input}
@@ -158,29 +121,16 @@ class OnnxGraph:
         return name in self.activations
 
     def full_shape(self, name: str) -> list[int | str] | None:
-        """The inferred dimensions of ``name`` (with the batch for activations), None when unknown."""
+        """The inferred dimensions of ``name`` (with a batch for activations), None when unknown."""
         if name in self.initializers:
             return list(self.initializers[name].dims)
-        value_type = self.types.get(name)
-        return None if value_type is None else _dims(value_type)
+        return self.shapes.full(name)
 
     def shape(self, name: str) -> tuple[int, ...]:
-        """Per-sample shape of an activation (batch dimension removed; a per-sample scalar is (1,))."""
-        dims = self.full_shape(name)
+        """Per-sample shape of an activation (batch removed; a per-sample scalar is (1,))."""
         source = self.producer.get(name)
         what = f"tensor '{name}'" + (f" (output of {describe(source)})" if source is not None else "")
-        if dims is None or not dims:
-            raise OptmapError(f"{self.where}: ONNX shape inference gives no shape for {what}; "
-                              f"optmap needs every activation's shape")
-        if dims[0] not in self.batch_marks:
-            marks = ", ".join(repr(m) for m in sorted(self.batch_marks, key=str))
-            raise OptmapError(f"{self.where}: {what} has shape {dims}, whose first dimension is not the batch "
-                              f"({marks}); optmap needs every activation to keep the batch first")
-        rest = dims[1:]
-        if not all(isinstance(d, int) and d > 0 for d in rest):
-            raise OptmapError(f"{self.where}: {what} has shape {dims} with unknown dimensions; give the "
-                              f"input's symbolic sizes in [workload] dims = {{ NAME = N }}")
-        return tuple(rest) or (1,)
+        return self.shapes.per_sample(name, what)
 
     def const_shape(self, name: str) -> tuple[int, ...]:
         """Full shape of a constant (a weight); one-line error when it is unknown."""
@@ -219,6 +169,5 @@ class OnnxGraph:
         return self.inputs[0].type.tensor_type.elem_type
 
     def fixed_batch(self) -> int | None:
-        """The batch size the file fixes (a number as every input's first dimension), else None."""
-        numbers = {m for m in self.batch_marks if isinstance(m, int)}
-        return numbers.pop() if len(numbers) == 1 and len(self.batch_marks) == 1 else None
+        """The batch size the file fixes (every input's first dimension), None when it is symbolic."""
+        return self.shapes.fixed_batch

@@ -44,12 +44,8 @@ def reshape(c: Converter, node: onnx.NodeProto) -> None:
 
 @handles("Transpose")
 def transpose(c: Converter, node: onnx.NodeProto) -> None:
-    perm = attributes(node).get("perm")
-    rank = len(c.g.shape(node.input[0])) + 1
-    perm = tuple(perm) if perm is not None else tuple(reversed(range(rank)))
-    if perm[0] != 0:
-        raise Unsupported("Transpose (moving the batch axis)")
-    c.emit(TRANSPOSE, [node.input[0]], node.output[0], perm=tuple(p - 1 for p in perm[1:]))  # per-sample axes
+    perm = attributes(node).get("perm")  # ONNX's, over the whole tensor (batch included)
+    c.emit(TRANSPOSE, [node.input[0]], node.output[0], **({"perm": tuple(perm)} if perm is not None else {}))
 
 
 @handles("Slice", "GatherElements", "GatherND")

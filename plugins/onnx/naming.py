@@ -4,14 +4,16 @@
   the metadata ``pkg.torch.onnx.name_scopes`` (``['', 'layer1', 'layer1.0', 'layer1.0.conv1',
   'conv2d_1']``) and the module classes in ``pkg.torch.onnx.class_hierarchy``. A node made by a
   ``torch.nn`` layer module (Conv2d, BatchNorm2d, ReLU, Linear, ...) takes that module's path
-  (``layer1.0.conv1``), as the zoo's torchvision models do; a functional op inside a user module
-  takes the module path and the op (``layer1.0.add``).
+  (``layer1.0.conv1``), as the zoo's torchvision models do; a functional op inside a user module,
+  or one of the several ops of a torch.nn module such as MultiheadAttention, takes the module
+  path and the op (``layer1.0.add``, ``self_attention.linear``).
 * TorchScript-exported names (``/layer1/layer1.0/conv1/Conv``) become dotted paths
   (``layer1.0.conv1.Conv``).
 * Other node names are kept; a node without a name is called after its op (``conv``, ``conv_2``, ...).
 
-A name used twice gets ``_2``, ``_3``, ... (a ReLU module applied twice: ``layer1.0.relu``,
-``layer1.0.relu_2``).
+When one torch op became several ONNX ops (scaled_dot_product_attention), each name ends with
+its ONNX op (``self_attention.scaled_dot_product_attention.matmul``). A name used twice gets
+``_2``, ``_3``, ... (a ReLU module applied twice: ``layer1.0.relu``, ``layer1.0.relu_2``).
 """
 
 from __future__ import annotations
@@ -47,16 +49,15 @@ def _metadata(node: onnx.NodeProto, key: str) -> list[str] | None:
     return None
 
 
-def _torch_name(node: onnx.NodeProto) -> str | None:
+def _torch_scope(node: onnx.NodeProto) -> tuple[str, str, bool] | None:
+    """(module path, op stem, made by a torch.nn library module) from torch's metadata, else None."""
     scopes = _metadata(node, "pkg.torch.onnx.name_scopes")
     classes = _metadata(node, "pkg.torch.onnx.class_hierarchy")
     if not scopes or len(scopes) < 2 or not classes or len(classes) != len(scopes):
         return None
-    module, cls, op = scopes[-2], classes[-2], _NUMBERED.sub("", scopes[-1])
+    cls = classes[-2]
     leaf = cls.startswith("torch.nn.modules.") and cls.rsplit(".", 1)[-1] not in CONTAINERS
-    if leaf and module:
-        return module
-    return f"{module}.{op}" if module else op
+    return scopes[-2], _NUMBERED.sub("", scopes[-1]).strip("_"), leaf and bool(scopes[-2])
 
 
 def _scoped_name(name: str) -> str:
@@ -67,14 +68,36 @@ def _scoped_name(name: str) -> str:
     return path
 
 
-def base_name(node: onnx.NodeProto) -> str:
-    """The name a node's layer would like (before making names unique)."""
-    torch_name = _torch_name(node)
-    if torch_name:
-        return torch_name
+def _plain_name(node: onnx.NodeProto) -> str:
     if node.name.startswith("/"):
         return _scoped_name(node.name)
     return node.name or _NUMBERED.sub("", node.op_type.lower())
+
+
+def base_names(nodes: list[onnx.NodeProto]) -> dict[int, str]:
+    """The name each node's layer would like (before making names unique), by ``id(node)``."""
+    scopes = {id(node): _torch_scope(node) for node in nodes}
+    stems: dict[str, set[str]] = {}
+    for scope in scopes.values():
+        if scope is not None and scope[2]:
+            stems.setdefault(scope[0], set()).add(scope[1])
+    names = {}
+    for node in nodes:
+        scope = scopes[id(node)]
+        if scope is None:
+            names[id(node)] = _plain_name(node)
+        elif scope[2] and len(stems[scope[0]]) == 1:  # a layer module, run once or reused (a ReLU)
+            names[id(node)] = scope[0]
+        else:  # a functional op in a module, or one op of a module made of several (MultiheadAttention)
+            names[id(node)] = f"{scope[0]}.{scope[1]}" if scope[0] else scope[1]
+    scoped = [node for node in nodes if scopes[id(node)] is not None]
+    ops: dict[str, set[str]] = {}
+    for node in scoped:
+        ops.setdefault(names[id(node)], set()).add(node.op_type)
+    for node in scoped:  # one torch op exported as several ONNX ops (attention): tell them apart
+        if len(ops[names[id(node)]]) > 1:
+            names[id(node)] += "." + node.op_type.lower()
+    return names
 
 
 class Namer:

@@ -17,10 +17,11 @@ What it does, and why:
    computed in the graph (``Expand(CastLike(0, x), Shape(weight))``). ResNet's convolutions
    have no bias, so the script checks that each such input is that zero constant, removes it
    and then removes the nodes nothing uses any more.
-3. The weights are replaced by references to an external data file that is not kept: every
-   initializer keeps its name, type and dimensions (all optmap reads), and the file shrinks from
-   ~45 MB to under 100 kB. ``onnx.load(path, load_external_data=False)`` reads it. Torch's
-   per-node stack traces (paths of the exporting machine) are dropped too.
+3. The weights are replaced by references to an external data file that does not exist: every
+   float initializer keeps its name, type and dimensions (all optmap reads), and the file shrinks from
+   ~45 MB to under 100 kB. ``onnx.load(path, load_external_data=False)`` reads it. Of torch's
+   node metadata only the module scopes that name the layers are kept (the stack traces name
+   paths of the exporting machine).
 """
 
 from pathlib import Path
@@ -32,7 +33,9 @@ from onnx import numpy_helper
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "resnet18.onnx"
-WEIGHTS = "resnet18.weights-not-kept"  # external data location written into the model, then deleted
+WEIGHTS = "resnet18.weights-not-kept"  # external data location written into the model, never created
+KEPT_METADATA = ("pkg.torch.onnx.name_scopes", "pkg.torch.onnx.class_hierarchy")
+FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
 
 
 def export() -> onnx.ModelProto:
@@ -83,27 +86,30 @@ def remove_dead_nodes(model: onnx.ModelProto) -> None:
         graph.initializer.remove(init)
 
 
-def strip_weights(model: onnx.ModelProto) -> None:
-    """Point every initializer at an external file that is never written: dims and types stay."""
+def strip_weights(model: onnx.ModelProto, location: str = WEIGHTS) -> None:
+    """Point every floating-point initializer at an external file that is never written: names,
+    types and dimensions stay. Integer initializers (shapes, axes) keep their values: shape
+    inference reads them."""
     offset = 0
     for init in model.graph.initializer:
+        if init.data_type not in FLOATS:
+            continue
         size = len(init.raw_data) if init.HasField("raw_data") else numpy_helper.to_array(init).nbytes
-        init.ClearField("raw_data")
-        for field in ("float_data", "int32_data", "int64_data", "double_data"):
+        for field in ("raw_data", "float_data", "int32_data", "double_data"):
             init.ClearField(field)
         init.data_location = onnx.TensorProto.EXTERNAL
         del init.external_data[:]
-        for key, value in (("location", WEIGHTS), ("offset", str(offset)), ("length", str(size))):
+        for key, value in (("location", location), ("offset", str(offset)), ("length", str(size))):
             entry = init.external_data.add()
             entry.key, entry.value = key, value
         offset += size
 
 
-def drop_stack_traces(model: onnx.ModelProto) -> None:
-    """Remove torch's per-node Python stack traces (they name this machine's paths); the module
-    scopes that name the layers stay."""
+def keep_module_names(model: onnx.ModelProto) -> None:
+    """Keep only the node metadata optmap names layers by (torch's module scopes and classes): the
+    Python stack traces name this machine's paths, and the FX node texts only add size."""
     for node in model.graph.node:
-        kept = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        kept = [p for p in node.metadata_props if p.key in KEPT_METADATA]
         del node.metadata_props[:]
         node.metadata_props.extend(kept)
 
@@ -114,7 +120,7 @@ def main() -> None:
     remove_dead_nodes(model)
     onnx.checker.check_model(model, full_check=True)  # still valid ONNX, with the weights in place
     strip_weights(model)
-    drop_stack_traces(model)
+    keep_module_names(model)
     onnx.save_model(model, OUT)
     print(f"{OUT.name}: {OUT.stat().st_size} bytes, {len(model.graph.node)} nodes, "
           f"{len(model.graph.initializer)} initializers, {dropped} zero conv biases removed")

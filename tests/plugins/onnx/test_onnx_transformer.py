@@ -72,7 +72,7 @@ def test_attention_layers_and_dag(block):
     assert block.inputs_of("scores") == ("q.transpose", "k.transpose")
     assert block.inputs_of("context") == ("softmax", "v.transpose")
     assert block.inputs_of("residual1") == ("x", "out") and block.inputs_of("residual2") == ("residual1", "fc2")
-    assert block.layer("k.transpose").attr("perm") == (1, 2, 0)  # ONNX perm [0, 2, 3, 1] without the batch
+    assert block.layer("k.transpose").attr("perm") == (0, 2, 3, 1)  # ONNX's perm, batch axis included
 
 
 def test_parameters_by_hand(block):
