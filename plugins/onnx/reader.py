@@ -43,6 +43,3 @@ def read_onnx(file: str | Path, *, batch: Annotated[int, Ge(1)] | None = None, d
     if not any(layer.op != "input" for layer in workload.layers()):
         raise OptmapError(f"{where}: the ONNX graph computes nothing from its inputs")
     return workload
-
-
-read_onnx.suffixes = (".onnx",)  # picked for [workload] file = "*.onnx" (optmap.problem._workload_entry)

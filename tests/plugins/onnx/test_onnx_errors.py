@@ -104,3 +104,19 @@ def test_without_the_onnx_package(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx now raises ImportError
     with pytest.raises(OptmapError, match=r"needs the onnx package: pip install 'optmap\[onnx\]'"):
         read_onnx(tmp_path / "any.onnx")
+
+
+def test_problem_file_options(tmp_path):
+    # dims and batch come from the [workload] table; a bad value is one line naming the key.
+    nodes = [node("MatMul", ["x", "w"], ["y"], "proj")]
+    save(model(nodes, [value("x", "N", "seq", 8)], [value("y", "N", "seq", 4)], [weight("w", 8, 4)]),
+         tmp_path / "seq.onnx")
+    (tmp_path / "p.toml").write_text(PROBLEM.format(file="seq.onnx") + "[workload.dims]\nseq = 16\n")
+    from optmap.problem import load
+
+    layer = load(tmp_path / "p.toml").workload.layer("proj")
+    assert (layer.out_shape, layer.macs) == ((16, 4), 16 * 8 * 4)
+    (tmp_path / "bad.toml").write_text(PROBLEM.format(file="seq.onnx") + "[workload.dims]\nseq = 0\n")
+    with pytest.raises(OptmapError, match=r"dims\.seq") as info:
+        load(tmp_path / "bad.toml")
+    assert "\n" not in str(info.value)
