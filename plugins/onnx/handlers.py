@@ -197,18 +197,18 @@ def other_norm(c: Converter, node: onnx.NodeProto) -> None:
 @handles("Attention")
 def attention(c: Converter, node: onnx.NodeProto) -> None:
     """ONNX Attention (opset 23): (heads, S, d) per-sample operands, or (S, heads*d) with head counts."""
-    a = attributes(node)
-    q, k, v = (c.g.shape(node.input[i]) for i in range(3))
     if not all(c.g.is_activation(node.input[i]) for i in range(3)):
         raise Unsupported("Attention (constant Q, K or V)")
-    if len(q) == 3:
+    a = attributes(node)
+    q, k, v = (c.g.shape(node.input[i]) for i in range(3))
+    if len(q) == 3:  # (heads, S, d)
         heads, q_len, head_dim, kv_len, v_head_dim = q[0], q[1], q[2], k[1], v[2]
-    else:
+    else:  # (S, heads * d)
         heads, kv_heads = int(a["q_num_heads"]), int(a["kv_num_heads"])
-        heads, q_len, head_dim, kv_len, v_head_dim = heads, q[0], q[1] // heads, k[0], v[1] // kv_heads
+        q_len, head_dim, kv_len, v_head_dim = q[0], q[1] // heads, k[0], v[1] // kv_heads
     if has_input(node, 4):  # past_key: cached keys in front of the new ones
-        kv_len += c.g.shape(node.input[4])[-2] if c.g.is_activation(node.input[4]) else c.g.const_shape(
-            node.input[4])[-2]
+        past = node.input[4]
+        kv_len += (c.g.shape(past) if c.g.is_activation(past) else c.g.const_shape(past))[-2]
     c.emit(ATTENTION, c.activations(node), node.output[0], heads=heads, q_len=q_len, kv_len=kv_len,
            head_dim=head_dim, v_head_dim=v_head_dim, causal=bool(a.get("is_causal", 0)))
 

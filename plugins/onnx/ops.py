@@ -63,9 +63,10 @@ class Embedding(_Counted):
 class Attention(OpKind):
     """Fused scaled dot-product attention (ONNX ``Attention``): softmax(Q Kᵀ) V over ``heads`` heads.
 
-    Attributes heads, q_len, kv_len, head_dim (of Q and K) and v_head_dim. Like two matmul
-    layers and a softmax: the products' forward is 2 x MACs, their backward twice that (gradients
-    to both operands, no weights); the softmax is one FLOP per score forward and backward.
+    Attributes heads, q_len, kv_len, head_dim (of Q and K), v_head_dim and causal. Like two
+    matmul layers and a softmax: the products' forward is 2 x MACs, their backward twice that
+    (gradients to both operands, no weights); the softmax is one FLOP per score forward and
+    backward. A causal mask does not halve the count (kernels compute the full score matrix).
     """
 
     name, merge, channels_first = "attention", True, False
