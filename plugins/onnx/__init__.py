@@ -8,8 +8,6 @@ to the workload IR (``optmap.plugins.onnx.ops``). Reading needs the optional ``o
 from optmap.hookspecs import hookimpl
 
 __all__ = ["read_onnx"]
-OP_KINDS = ("elementwise", "binary", "reduce", "norm", "embedding", "attention", "reshape", "transpose", "slice",
-            "copy")
 
 
 def __getattr__(name: str):
@@ -32,5 +30,7 @@ def optmap_register_workload_readers(register):
 
 @hookimpl
 def optmap_register_ops(register):
-    for name in OP_KINDS:
-        register(name, f"optmap.plugins.onnx.ops:{name.upper()}")
+    from optmap.plugins.onnx.ops import KINDS  # the IR installs op kinds when the host loads
+
+    for kind in KINDS:
+        register(kind.name, kind)

@@ -135,3 +135,31 @@ def test_embedding_position_and_fused_qkv_split(tmp_path):
     # The lookup computes nothing forward; its weight gradient adds one value per output element.
     f = layers["embed"].flops(3)
     assert (f.forward, f.backward_data, f.weight_grad) == (0, 0, 3 * S * D)
+
+
+def test_batch_folded_into_the_heads(tmp_path):
+    # As nn.MultiheadAttention does: x (N, S, D) -> (S, N, D) -> (S, N*HEADS, DH) -> (N*HEADS, S, DH).
+    # Shapes at batch 2 and 3 show which axis carries the batch; a folded axis divided by the batch
+    # is the heads: per sample (HEADS, S, DH), and Q Kᵀ has HEADS * S * S * DH = 128 MACs.
+    nodes = [node("Transpose", ["x"], ["sb"], "to_seq_first", perm=[1, 0, 2]),
+             node("Reshape", ["sb", "fold"], ["folded"], "fold_heads"),
+             node("Transpose", ["folded"], ["heads"], "heads_first", perm=[1, 0, 2]),
+             node("Transpose", ["heads"], ["keys_t"], "keys_t", perm=[0, 2, 1]),
+             node("MatMul", ["heads", "keys_t"], ["y"], "scores")]
+    m = model(nodes, [value("x", "N", S, D)], [value("y", "N2", S, S)], [ints("fold", S, -1, DH)])
+    w = read_onnx(save(m, tmp_path / "fold.onnx"), batch=2)
+    assert [(layer.name, layer.out_shape) for layer in w.layers()] == [
+        ("x", (S, D)), ("to_seq_first", (S, D)), ("fold_heads", (S, HEADS, DH)), ("heads_first", (HEADS, S, DH)),
+        ("keys_t", (HEADS, DH, S)), ("scores", (HEADS, S, S))]
+    assert w.layer("scores").macs == HEADS * S * S * DH == 128
+
+
+def test_a_tensor_without_the_batch_is_refused(tmp_path):
+    # ReduceSum over axis 0 sums the batch away: no axis of the result carries it.
+    nodes = [node("ReduceSum", ["x", "axes"], ["y"], "sum_batch", keepdims=0)]
+    m = model(nodes, [value("x", "N", D)], [value("y", D)], [ints("axes", 0)])
+    from optmap.errors import OptmapError
+
+    with pytest.raises(OptmapError, match=r"tensor 'y' \(output of ReduceSum node 'sum_batch'\) has shape \[8\] at "
+                                          r"batch 2 and \[8\] at batch 3; optmap needs one axis that carries the batch"):
+        read_onnx(save(m, tmp_path / "sum.onnx"))
