@@ -1,8 +1,10 @@
-"""Walks an :class:`OnnxGraph` and emits one workload layer per ONNX node that computes activations.
+"""Walks an :class:`OnnxGraph` and emits workload layers for the ONNX nodes that compute activations.
 
-Op handlers (``handlers.py``) turn a node into layers through :class:`Converter`'s small API
-(``emit``, ``alias``, ``unsupported``). Every node that the importer cannot map is collected and
-all of them are reported together in one line, so a user sees the whole list at once.
+Op handlers (``handlers.py``, ``elementwise.py``, ``movement.py``) turn a node into layers
+through :class:`Converter`'s small API (``emit``, ``alias``) or raise :class:`Unsupported`.
+Every node the importer cannot map is collected and all of them are reported together in one
+line, so a user sees the whole list at once. Layers are named once the walk is over, when it is
+known which nodes became layers (``naming.py``).
 """
 
 from __future__ import annotations

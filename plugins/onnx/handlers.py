@@ -1,6 +1,6 @@
 """Contractions, pooling, normalisation and fused attention (shapes are per sample: no batch).
 
-* ``Conv`` (2-D) -> conv2d. ``Gemm``, and ``MatMul`` with a constant weight -> linear (a MatMul
+* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d. ``Gemm``, and ``MatMul`` with a constant weight -> linear (a MatMul
   followed by the Add of a constant bias is one linear with bias, as torch exports nn.Linear on
   sequences). ``MatMul`` of two activations -> matmul (attention scores and context).
 * ``MaxPool``/``AveragePool`` (2-D) -> maxpool2d/avgpool2d; ``GlobalAveragePool`` and a
@@ -20,7 +20,7 @@ import onnx
 
 from .convert import Converter, Unsupported, attributes, handles, has_input
 from .elementwise import reduce
-from .ops import ATTENTION, NORM
+from .ops import ATTENTION, CONV_TRANSPOSE, NORM
 
 
 def _weight(c: Converter, node: onnx.NodeProto, index: int) -> tuple[int, ...]:
@@ -78,6 +78,19 @@ def conv(c: Converter, node: onnx.NodeProto) -> None:
     groups = int(attributes(node).get("group", 1))
     c.emit("conv2d", [node.input[0]], node.output[0], **_window(c, node, tuple(weight[2:])), groups=groups,
            bias=has_input(node, 2))
+
+
+@handles("ConvTranspose")
+def conv_transpose(c: Converter, node: onnx.NodeProto) -> None:
+    _image(c, node)
+    weight = _weight(c, node, 1)  # (Cin, Cout/groups, kh, kw)
+    if has_input(node, 2) and c.g.is_activation(node.input[2]):
+        raise Unsupported("ConvTranspose (bias computed from the input)")
+    a = attributes(node)
+    pads = tuple(a.get("pads", (0, 0, 0, 0)))
+    c.emit(CONV_TRANSPOSE, [node.input[0]], node.output[0], kernel=tuple(weight[2:]),
+           stride=tuple(a.get("strides", (1, 1))), padding=pads[:2] if pads[:2] == pads[2:] else pads,
+           groups=int(a.get("group", 1)), bias=has_input(node, 2))
 
 
 @handles("Gemm")

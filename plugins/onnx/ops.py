@@ -13,6 +13,22 @@ from __future__ import annotations
 from optmap.workload import LayerFlops, OpKind
 
 
+class ConvTranspose2d(OpKind):
+    """A 2-D transposed convolution (ONNX ConvTranspose): every input element is multiplied into
+    Cout/groups x kh x kw outputs. Attributes kernel, stride, padding, groups, bias."""
+
+    name, weighted = "conv_transpose2d", True
+
+    def weight_elements(self, layer) -> int:
+        return layer.in_channels * (layer.out_channels // layer.attr("groups", 1)) * layer.kernel_elements
+
+    def params(self, layer) -> int:
+        return self.weight_elements(layer) + (layer.out_channels if layer.attr("bias", True) else 0)
+
+    def macs(self, layer) -> int:
+        return self.weight_elements(layer) * layer.in_spatial  # Cin*Hin*Win*(Cout/g)*kh*kw
+
+
 class _Counted(OpKind):
     """A kind whose parameter count is the layer's ``params`` attribute."""
 
@@ -111,7 +127,7 @@ class Copy(_Counted):
     name = "copy"
 
 
-ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION = (
-    ElementWise(), Binary(), Reduce(), Norm(), Embedding(), Attention())
+CONV_TRANSPOSE, ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION = (
+    ConvTranspose2d(), ElementWise(), Binary(), Reduce(), Norm(), Embedding(), Attention())
 RESHAPE, TRANSPOSE, SLICE, COPY = Reshape(), Transpose(), Slice(), Copy()
-KINDS = (ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION, RESHAPE, TRANSPOSE, SLICE, COPY)
+KINDS = (CONV_TRANSPOSE, ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION, RESHAPE, TRANSPOSE, SLICE, COPY)

@@ -85,3 +85,15 @@ def test_flops_by_hand(workload):
 def test_residual_branch_is_kept(workload):
     assert workload.inputs_of("add") == ("conv3", "relu1")  # the Add's input order
     assert workload.block_view() == (Node("conv1"), Parallel((("conv2", "conv3"), ())), Node("add"), Node("fc"))
+
+
+def test_transposed_convolution(tmp_path):
+    # x (N, 8, 4, 4) -> ConvTranspose W (8, 4, 2, 2), stride 2, bias -> (4, 8, 8). Each of the
+    # 8*4*4 input elements is multiplied into 4 * 2*2 outputs: 2048 MACs; the weights are
+    # 8*4*2*2 = 128 plus 4 biases.
+    nodes = [node("ConvTranspose", ["x", "w", "b"], ["y"], "up", kernel_shape=[2, 2], strides=[2, 2])]
+    m = model(nodes, [value("x", "N", 8, 4, 4)], [value("y", "N", 4, 8, 8)], [weight("w", 8, 4, 2, 2), weight("b", 4)])
+    layer = read_onnx(save(m, tmp_path / "up.onnx"), batch=3).layer("up")
+    assert (layer.op, layer.out_shape, layer.weighted) == ("conv_transpose2d", (4, 8, 8), True)
+    assert (layer.macs, layer.params) == (2048, 132)
+    assert layer.flops(3).total == 3 * 3 * 2 * 2048  # forward, backward-data, weight-gradient: 2 MACs each
