@@ -71,7 +71,7 @@ def _scoped_name(name: str) -> str:
 def _plain_name(node: onnx.NodeProto) -> str:
     if node.name.startswith("/"):
         return _scoped_name(node.name)
-    return node.name or _NUMBERED.sub("", node.op_type.lower())
+    return node.name or node.op_type.lower()
 
 
 def base_names(nodes: list[onnx.NodeProto]) -> dict[int, str]:
