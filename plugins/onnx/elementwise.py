@@ -24,7 +24,7 @@ ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": 
 UNARY = ("Abs", "Acos", "Asin", "Atan", "Ceil", "Celu", "Cos", "Cosh", "CumSum", "Elu", "Erf", "Exp", "Floor",
          "HardSigmoid", "IsInf", "IsNaN", "Log", "LogSoftmax", "Mish", "Neg", "Not", "PRelu", "Reciprocal",
          "Resize", "Round", "Selu", "Shrink", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan",
-         "ThresholdedRelu", "Upsample")
+         "ThresholdedRelu", "Trilu", "Upsample")
 BINARY_OPS = ("Add", "And", "BitShift", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
               "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where", "Xor")
 REDUCTIONS = ("ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
@@ -53,19 +53,11 @@ def clip(c: Converter, node: onnx.NodeProto) -> None:
     if kind is not None and not any(c.g.is_activation(x) for x in node.input[1:] if x):
         c.emit("activation", [node.input[0]], node.output[0], kind=kind)
     else:
-        unary(c, node)
+        arithmetic(c, node)
 
 
-@handles(*UNARY)
-def unary(c: Converter, node: onnx.NodeProto) -> None:
-    xs = c.activations(node)
-    if len(set(xs)) != 1:
-        return binary(c, node)
-    c.emit(ELEMENTWISE, xs, node.output[0], fn=node.op_type, params=c.trainable_elements(node))
-
-
-@handles(*BINARY_OPS)
-def binary(c: Converter, node: onnx.NodeProto) -> None:
+@handles(*UNARY, *BINARY_OPS)
+def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
     xs = list(dict.fromkeys(c.activations(node)))  # x * x reads x once
     if len(xs) == 1:
         c.emit(ELEMENTWISE, xs, node.output[0], fn=node.op_type, params=c.trainable_elements(node))
