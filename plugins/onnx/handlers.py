@@ -1,8 +1,9 @@
 """Contractions, pooling, normalisation and fused attention (shapes are per sample: no batch).
 
-* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d. ``Gemm``, and ``MatMul`` with a constant weight -> linear (a MatMul
-  followed by the Add of a constant bias is one linear with bias, as torch exports nn.Linear on
-  sequences). ``MatMul`` of two activations -> matmul (attention scores and context).
+* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d. ``Gemm``, and
+  ``MatMul`` with a constant weight -> linear (a MatMul followed by the Add of a constant bias is
+  one linear with bias, as torch exports nn.Linear on sequences). ``MatMul`` of two activations
+  -> matmul (attention scores and context).
 * ``MaxPool``/``AveragePool`` (2-D) -> maxpool2d/avgpool2d; ``GlobalAveragePool`` and a
   ``ReduceMean`` over both spatial axes of an image keeping them -> adaptive_avgpool2d to 1x1;
   ``GlobalMaxPool`` -> maxpool2d over the whole map.

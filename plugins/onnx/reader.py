@@ -11,8 +11,9 @@ from annotated_types import Ge
 from optmap.errors import OptmapError
 from optmap.workload import Workload
 
-# ONNX element types (TensorProto enum values) -> optmap dtypes: the default dtype is the input's.
-DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 19: "fp8", 3: "int8"}  # FLOAT, FLOAT16, BFLOAT16, FLOAT8E4M3FN, FLOAT8E5M2, INT8
+# ONNX element types (TensorProto enum values: FLOAT, FLOAT16, BFLOAT16, FLOAT8E4M3FN, FLOAT8E5M2,
+# INT8) -> optmap dtypes; the default dtype is the model input's.
+DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 19: "fp8", 3: "int8"}
 
 
 def read_onnx(file: str | Path, *, batch: Annotated[int, Ge(1)] | None = None, dtype: str | None = None,
