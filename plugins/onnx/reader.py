@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
 
-from annotated_types import Ge
 
+from optmap.bounds import Batch, Dimension
 from optmap.errors import OptmapError
 from optmap.workload import Workload
 
@@ -16,8 +15,8 @@ from optmap.workload import Workload
 DTYPES = {1: "fp32", 10: "fp16", 16: "bf16", 17: "fp8", 19: "fp8", 3: "int8"}
 
 
-def read_onnx(file: str | Path, *, batch: Annotated[int, Ge(1)] | None = None, dtype: str | None = None,
-              phase: str = "training", dims: Mapping[str, Annotated[int, Ge(1)]] | None = None,
+def read_onnx(file: str | Path, *, batch: Batch | None = None, dtype: str | None = None,
+              phase: str = "training", dims: Mapping[str, Dimension] | None = None,
               name: str | None = None) -> Workload:
     """The workload of the ONNX model in ``file``: one layer per node that computes activations.
 

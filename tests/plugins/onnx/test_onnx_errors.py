@@ -19,6 +19,7 @@ PROBLEM = """\
 [workload]
 file = "{file}"
 batch = 8
+dtype = "bf16"
 [system]
 topology = "ring"
 [[system.groups]]
