@@ -12,6 +12,7 @@ from .calibration import Calibration, MeasuredAccelerator, calibration_of, with_
 from .lowering import PASSES, lower
 from .measurements import Measurements, Sample, read_measurements
 from .model import compute_time, isolated_time
+from .preset import read_preset, write_preset
 
 __all__ = [
     "Calibration",
@@ -24,5 +25,7 @@ __all__ = [
     "isolated_time",
     "lower",
     "read_measurements",
+    "read_preset",
     "with_calibration",
+    "write_preset",
 ]

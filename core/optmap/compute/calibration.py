@@ -36,6 +36,8 @@ _UNITS = {
                          "rate of the gathered (im2col) operand of a contraction"),
     "copy_bandwidth": ("copy_gBps", bytes_per_s_to_gBps, gBps_to_bytes_per_s,
                        "device-memory traffic ceiling (read + write), the copy ceiling"),
+    "unaligned_gather_bandwidth": ("unaligned_gather_gBps", bytes_per_s_to_gBps, gBps_to_bytes_per_s,
+                                   "gathered-operand rate of a layer whose channels are not aligned"),
     "output_bandwidth": ("output_gBps", bytes_per_s_to_gBps, gBps_to_bytes_per_s,
                          "rate at which a contraction writes its output (epilogue)"),
     "kernel_s": ("kernel_us", s_to_us, us_to_s, "device time every kernel costs (launch gap)"),
@@ -52,6 +54,7 @@ class Calibration:
     backward_flops: float
     unaligned_flops: float
     gather_bandwidth: float
+    unaligned_gather_bandwidth: float
     copy_bandwidth: float
     output_bandwidth: float
     smoothness: float  # exponent p of the smooth maximum over the roofline terms
@@ -124,6 +127,7 @@ class Calibration:
             backward_flops=self.backward_flops * math,
             unaligned_flops=self.unaligned_flops * math,
             gather_bandwidth=self.gather_bandwidth * memory,
+            unaligned_gather_bandwidth=self.unaligned_gather_bandwidth * memory,
             copy_bandwidth=self.copy_bandwidth * memory,
             output_bandwidth=self.output_bandwidth * memory,
             **overrides,

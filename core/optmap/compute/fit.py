@@ -32,6 +32,7 @@ FITTED = {
     "backward_flops": (400e12, 1e9, 1e17),
     "unaligned_flops": (30e12, 1e8, 1e17),
     "gather_bandwidth": (5e12, 1e8, 1e15),
+    "unaligned_gather_bandwidth": (5e11, 1e8, 1e15),
     "output_bandwidth": (1e12, 1e8, 1e15),
     "smoothness": (4.0, 1.0, 30.0),
     "dispatch_s": (20e-6, 1e-8, 1e-2),

@@ -49,6 +49,8 @@ class Kernel:
     written: Any
     backward: bool = False
     unaligned: Any = False  # the layer's channels miss the tensor-core alignment
+    launches: Any = 1  # kernels this entry stands for (memory-bound work split into several)
+    gathers_input: bool = True  # the gathered operand is the layer's input (its channels' alignment)
 
 
 def passes_of(passes: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -72,8 +74,8 @@ def _get(shape: Mapping[str, Any], key: str, op: str, default: Any = None):
     return np.asarray(default, float)
 
 
-def _contraction(m, n, k, gathered, moved, backward: bool, unaligned, size: float) -> Kernel:
-    return Kernel(2.0 * m * n * k, gathered * size, moved * size, m * n * size, backward, unaligned)
+def _contraction(m, n, k, gathered, moved, backward: bool, unaligned, size: float, gathers_input=True) -> Kernel:
+    return Kernel(2.0 * m * n * k, gathered * size, moved * size, m * n * size, backward, unaligned, 1, gathers_input)
 
 
 def lower_conv2d(shape: Mapping[str, Any], passes: tuple[str, ...], align: int, size: float) -> list[Kernel]:
@@ -89,17 +91,18 @@ def lower_conv2d(shape: Mapping[str, Any], passes: tuple[str, ...], align: int, 
     aligned = shape.get("aligned")
     unaligned = np.mod(cin, align) != 0 if aligned is None else ~np.asarray(aligned, bool)
     x, w, y = batch * cin * in_hw, cin * kk * cout, batch * cout * out_hw  # input, weights, output
+    x_read = batch * cin * np.minimum(in_hw, out_hw * kk)  # a strided 1x1 conv reads only the pixels it samples
     kernels = []
     for name in passes:
         if name == "forward":
             m, n, k = batch * out_hw, cout, cin * kk
-            kernels.append(_contraction(m, n, k, m * k, x + w + y, False, unaligned, size))
+            kernels.append(_contraction(m, n, k, m * k, x_read + w + y, False, unaligned, size))
         elif name == "backward_data":
             m, n, k = batch * in_hw, cin, cout * kk * out_hw / in_hw
-            kernels.append(_contraction(m, n, k, m * k, y + w + x, True, unaligned, size))
+            kernels.append(_contraction(m, n, k, m * k, y + w + x, True, unaligned, size, False))  # gathers dy
         else:  # weight_grad: reduce over the batch and output pixels
             m, n, k = cout, cin * kk, batch * out_hw
-            kernels.append(_contraction(m, n, k, k * n, y + x + w, True, unaligned, size))
+            kernels.append(_contraction(m, n, k, k * n, y + x_read + w, True, unaligned, size))
     return kernels
 
 
@@ -113,8 +116,8 @@ def lower_gemm(shape: Mapping[str, Any], passes: tuple[str, ...], align: int, si
     m, n, k = (_get(shape, key, "gemm") for key in ("m", "n", "k"))
     count = _get(shape, "count", "gemm", 1)
     kernels = lower_linear({"batch": m, "cin": k, "cout": n, "aligned": shape.get("aligned", True)}, passes, align, size)
-    return [Kernel(q.flops * count, q.gathered * count, q.moved * count, q.written * count, q.backward, q.unaligned)
-            for q in kernels]
+    return [Kernel(q.flops * count, q.gathered * count, q.moved * count, q.written * count, q.backward, q.unaligned,
+                   1, q.gathers_input) for q in kernels]
 
 
 def lower_attention(shape: Mapping[str, Any], passes: tuple[str, ...], align: int, size: float) -> list[Kernel]:
@@ -143,11 +146,10 @@ def lower_memory(shape: Mapping[str, Any], passes: tuple[str, ...], align: int, 
 
     The caller counts the bytes of every pass it prices (``passes`` is not consulted)."""
     total = _get(shape, "bytes", "memory")
-    count = int(shape.get("kernels", 1))
-    if count < 1:
-        raise OptmapError(f"compute: op 'memory' needs kernels >= 1, got {count}")
-    share = total / count
-    return [Kernel(0.0, 0.0, share, 0.0, False, False) for _ in range(count)]
+    count = _get(shape, "kernels", "memory", 1)
+    if np.any(count < 0):
+        raise OptmapError("compute: op 'memory' needs kernels >= 0")
+    return [Kernel(0.0, 0.0, total, 0.0, False, False, count)]
 
 
 LOWERINGS = {

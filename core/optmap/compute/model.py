@@ -10,7 +10,8 @@ Every kernel of an operation (see :mod:`optmap.compute.lowering`) takes
 where ``smax_p(x) = (Σ xᵢᵖ)^(1/p)`` is a smooth roofline (p → ∞ is the plain maximum) and the
 ceiling is ``math_flops`` forward, ``backward_flops`` for backward kernels, and
 ``unaligned_flops`` for a layer whose channels are not a multiple of ``align_elements`` (the
-tensor cores need aligned channels; cuDNN then runs a slow direct kernel). Every term grows with
+tensor cores need aligned channels; cuDNN then runs a slow direct kernel, whose gathered operand
+also moves at its own ``unaligned_gather_bandwidth``). Every term grows with
 every dimension of the shape, so a bigger shard never takes less time.
 
 Two contexts:
@@ -55,11 +56,13 @@ def kernel_seconds(calibration: Calibration, kernel: Kernel, math_scale: float =
     ceiling = np.where(kernel.unaligned, calibration.unaligned_flops, ceiling) * math_scale
     terms = [
         np.asarray(kernel.flops, float) / ceiling,
-        np.asarray(kernel.gathered, float) / calibration.gather_bandwidth,
+        np.asarray(kernel.gathered, float)
+        / np.where(np.logical_and(kernel.unaligned, kernel.gathers_input), calibration.unaligned_gather_bandwidth,
+                   calibration.gather_bandwidth),
         np.asarray(kernel.moved, float) / calibration.copy_bandwidth,
         np.asarray(kernel.written, float) / calibration.output_bandwidth,
     ]
-    return calibration.kernel_s + smooth_max(terms, calibration.smoothness)
+    return kernel.launches * calibration.kernel_s + smooth_max(terms, calibration.smoothness)
 
 
 def _math_scale(accelerator: Accelerator, calibration: Calibration, dtype: str) -> float:
@@ -118,7 +121,7 @@ def isolated_seconds(calibration: Calibration, kernels: list[Kernel], math_scale
             ready = ready + calibration.backward_call_s
             started_backward = True
         else:
-            ready = ready + calibration.dispatch_s
+            ready = ready + calibration.dispatch_s * np.asarray(kernel.launches, float)
         end = np.maximum(end, ready) + kernel_seconds(calibration, kernel, math_scale)
     return end
 
