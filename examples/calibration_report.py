@@ -52,6 +52,7 @@ Written by examples/calibration_report.py; see docs/calibration.md for the model
 def fit_all():
     samples, ceilings = h100.samples(), h100.ceilings()
     options = {"dtype": h100.DTYPE, "copy_bandwidth": ceilings["copy_bandwidth"], "kernel_s": h100.KERNEL_S,
+               "gemm_flops": ceilings["gemm_flops"],
                "source": "fit to optmap measurements/h100-sxm (1376 GEMM and CNN-layer timings)"}
     return samples, options, fit_calibration(samples, **options)
 

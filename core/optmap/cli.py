@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from optmap import calibrate
 from optmap.errors import OptmapError
 
 
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="show a problem's workload and system")
     _add_problem_arguments(show)
     commands.add_parser("schema", help="print the JSON Schema of problem files")
+    calibrate.add_parser(commands)
     return parser
 
 
@@ -283,7 +285,7 @@ def cmd_schema(args) -> int:
 
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plugins": cmd_plugins, "validate": cmd_validate,
-            "show": cmd_show, "schema": cmd_schema}
+            "show": cmd_show, "schema": cmd_schema, "calibrate": calibrate.run}
 
 
 def main(argv: list[str] | None = None) -> int:

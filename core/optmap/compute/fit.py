@@ -26,17 +26,17 @@ from .lowering import lower
 from .measurements import Sample
 from .model import isolated_seconds
 
-# Fitted fields, their start values and bounds (SI). Bounds only keep the search physical.
+# Fitted fields and their bounds (SI). Bounds only keep the search physical.
 FITTED = {
-    "math_flops": (500e12, 1e9, 1e17),
-    "backward_flops": (400e12, 1e9, 1e17),
-    "unaligned_flops": (30e12, 1e8, 1e17),
-    "gather_bandwidth": (5e12, 1e8, 1e15),
-    "unaligned_gather_bandwidth": (5e11, 1e8, 1e15),
-    "output_bandwidth": (1e12, 1e8, 1e15),
-    "smoothness": (4.0, 1.0, 30.0),
-    "dispatch_s": (20e-6, 1e-8, 1e-2),
-    "backward_call_s": (100e-6, 1e-8, 1e-1),
+    "math_flops": (1e6, 1e17),
+    "backward_flops": (1e6, 1e17),
+    "unaligned_flops": (1e5, 1e17),
+    "gather_bandwidth": (1e6, 1e15),
+    "unaligned_gather_bandwidth": (1e5, 1e15),
+    "output_bandwidth": (1e5, 1e15),
+    "smoothness": (1.0, 30.0),
+    "dispatch_s": (1e-8, 1e-1),
+    "backward_call_s": (1e-8, 1.0),
 }
 
 
@@ -62,23 +62,32 @@ def predict(calibration: Calibration, samples: Sequence[Sample], batches=None) -
     return out
 
 
+def start_values(gemm_flops: float, copy_bandwidth: float, kernel_s: float) -> dict[str, float]:
+    """Where the fit starts: fractions of the measured ceilings (shape effects only slow a kernel)."""
+    return {"math_flops": gemm_flops, "backward_flops": 0.8 * gemm_flops, "unaligned_flops": 0.05 * gemm_flops,
+            "gather_bandwidth": 2 * copy_bandwidth, "unaligned_gather_bandwidth": 0.2 * copy_bandwidth,
+            "output_bandwidth": 0.5 * copy_bandwidth, "smoothness": 4.0, "dispatch_s": max(kernel_s, 1e-6),
+            "backward_call_s": 5 * max(kernel_s, 1e-6)}
+
+
 def fit_calibration(samples: Sequence[Sample], *, dtype: str, copy_bandwidth: float, kernel_s: float,
-                    source: str = "", start: Calibration | None = None) -> Calibration:
-    """The calibration that best predicts ``samples`` (module docstring)."""
+                    gemm_flops: float, source: str = "") -> Calibration:
+    """The calibration that best predicts ``samples`` (module docstring), started from the
+    measured ceilings (:func:`start_values`)."""
     from scipy.optimize import least_squares
 
     if len(samples) < len(FITTED):
         raise OptmapError(f"calibration fit: {len(samples)} samples cannot fix {len(FITTED)} parameters; "
                           "measure more (drop --quick)")
     names = list(FITTED)
-    x0 = [getattr(start, n) if start else FITTED[n][0] for n in names]
-    low = np.log([FITTED[n][1] for n in names])
-    high = np.log([FITTED[n][2] for n in names])
+    start = start_values(gemm_flops, copy_bandwidth, kernel_s)
+    x0 = [start[n] for n in names]
+    low = np.log([FITTED[n][0] for n in names])
+    high = np.log([FITTED[n][1] for n in names])
     x0 = np.clip(np.log(x0), low + 1e-9, high - 1e-9)
     measured = np.log([s.seconds for s in samples])
     batches = _batches(samples)
-    base = Calibration(**{n: FITTED[n][0] for n in names}, copy_bandwidth=copy_bandwidth, kernel_s=kernel_s,
-                       dtype=dtype, source=source)
+    base = Calibration(**start, copy_bandwidth=copy_bandwidth, kernel_s=kernel_s, dtype=dtype, source=source)
 
     def calibration(theta) -> Calibration:
         return replace(base, **dict(zip(names, np.exp(theta))))
