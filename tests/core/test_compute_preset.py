@@ -1,0 +1,84 @@
+"""Preset files: round trip, one-line errors, and `optmap calibrate --device cpu --quick`."""
+
+import tomllib
+
+import numpy as np
+import pytest
+
+from optmap.cli import main
+from optmap.compute import Calibration, calibration_of, read_preset, write_preset
+from optmap.compute.preset import DATASHEET_KEYS
+from optmap.errors import OptmapError
+from optmap.plugins.accpar.model import AccParCostModel
+from optmap.plugins.hardware import topologies
+from optmap.plugins.zoo.models import vgg11
+from optmap.system import Accelerator, GroupSpec
+
+FIELDS = {"name": "lab-gpu", "peak_tflops": {"bf16": 400}, "memory_gib": 48, "memory_bandwidth_gBps": 1500,
+          "network_gbps": 400, "power_watts": 350, "description": "our lab's card"}
+CAL = Calibration(math_flops=300e12, backward_flops=250e12, unaligned_flops=20e12, gather_bandwidth=3e12,
+                  unaligned_gather_bandwidth=0.3e12, copy_bandwidth=1.4e12, output_bandwidth=0.8e12,
+                  smoothness=5.0, kernel_s=3e-6, dispatch_s=20e-6, backward_call_s=150e-6)
+
+
+def test_round_trip_keeps_the_datasheet_and_the_calibration(tmp_path):
+    accelerator = write_preset(tmp_path / "lab.toml", FIELDS, CAL, header="our card")
+    assert accelerator.name == "lab-gpu"
+    assert accelerator.flops_per_s("bf16") == 400e12 and accelerator.memory_bytes == 48 * 2**30
+    assert accelerator.memory_bandwidth == 1500e9 and accelerator.network_bandwidth == 400e9 / 8
+    read = calibration_of(accelerator)
+    for name in ("math_flops", "gather_bandwidth", "kernel_s", "dispatch_s", "smoothness"):
+        assert getattr(read, name) == pytest.approx(getattr(CAL, name), rel=1e-5)
+    # the file's top-level keys are exactly Accelerator.from_datasheet's keyword arguments
+    table = tomllib.loads((tmp_path / "lab.toml").read_text())
+    assert set(table) - {"name", "calibration"} <= set(DATASHEET_KEYS)
+    reference = Accelerator.from_datasheet("lab-gpu", **{k: v for k, v in FIELDS.items() if k != "name"})
+    assert accelerator.peak_flops == reference.peak_flops and accelerator.memory_bytes == reference.memory_bytes
+
+
+def test_a_preset_without_calibration_is_priced_at_its_peak(tmp_path):
+    accelerator = write_preset(tmp_path / "plain.toml", FIELDS, None)
+    assert calibration_of(accelerator) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ('peak_tflops = 1\nmemory_gib = 1\nmemory_bandwidth_gBps = 1\nnetwork_gbps = 1\nspeed = 3\n', "unknown key 'speed'"),
+    ('peak_tflops = 1\nmemory_gib = 1\nnetwork_gbps = 1\n', "missing key 'memory_bandwidth_gBps'"),
+    ('peak_tflops = 1\nmemory_gib = 1\nmemory_bandwidth_gBps = 1\nnetwork_gbps = 1\n[calibration]\nmath_tflops = 1\n',
+     "missing key"),
+    ('peak_tflops = [1\n', "not valid TOML"),
+])
+def test_bad_preset_files_are_one_line_errors(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(OptmapError, match=message):
+        read_preset(path)
+
+
+def test_calibrate_quick_on_cpu_writes_a_preset_a_problem_can_use(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    pytest.importorskip("scipy")
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--device", "cpu", "--quick", "-o", "mygpu.toml"]) == 0
+    accelerator = read_preset(tmp_path / "mygpu.toml")
+    assert accelerator.name == "mygpu" and calibration_of(accelerator).dtype == "fp32"
+    assert (tmp_path / "mygpu.json").exists()
+    # the measured preset changes AccPar's compute time (peak pricing of the same datasheet differs)
+    workload = vgg11(batch=4, dtype="fp32", image_size=32)
+    times = []
+    for compute in ("auto", "peak"):
+        system = topologies.TOPOLOGIES["fully-connected"]([GroupSpec(accelerator, 2)])
+        model = AccParCostModel(workload, system, compute=compute)
+        times.append(model.evaluate_batch(model.plan_vector(np.zeros((1, len(model.graph.names)), int))[None]))
+    assert times[0]["compute_time"][0] != times[1]["compute_time"][0]
+    # refitting the written measurements gives the same preset
+    assert main(["calibrate", "--refit", "mygpu.json", "--quick", "-o", "again.toml"]) == 0
+    assert calibration_of(read_preset(tmp_path / "again.toml")).math_flops == pytest.approx(
+        calibration_of(accelerator).math_flops, rel=1e-3)
+
+
+def test_calibrate_rejects_bad_arguments_in_one_line(tmp_path, capsys):
+    assert main(["calibrate", "--refit", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.toml")]) == 2
+    assert main(["calibrate", "-o", str(tmp_path / "x.txt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
