@@ -13,7 +13,7 @@ bit/s) for bandwidth and µs (``*_us``) for latency.
 
 from pathlib import Path
 
-from optmap.compute import read_preset
+from optmap.compute.preset import read_preset
 from optmap.hookspecs import hookimpl
 from optmap.plugins.hardware.accelerators import PRESETS
 from optmap.plugins.hardware.topologies import TOPOLOGIES
