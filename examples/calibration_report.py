@@ -44,7 +44,7 @@ A100_FIELDS = {  # NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column (
     "network_gbps": 4800,  # NVLink 3: 600 GB/s per GPU
     "power_watts": 400,
 }
-HEADER = """optmap accelerator preset: the datasheet fields of Accelerator.from_datasheet + [calibration].
+HEADER = """optmap accelerator preset: the datasheet fields of Accelerator.from_datasheet, the calibration in [attrs.calibration].
 Written by examples/calibration_report.py; see docs/calibration.md for the model and its errors.
 {extra}"""
 
@@ -65,7 +65,7 @@ def write_presets(calibration) -> None:
                                 source="h100-sxm fit scaled by A100/H100 datasheet ratios (not measured)")
     write_preset(PRESET_FILES / "a100-sxm.toml", A100_FIELDS, scaled, HEADER.format(
         extra="Sources: NVIDIA A100 datasheet (80GB SXM: 312 TFLOPS bf16 dense, HBM2e at 2039 GB/s, NVLink\n"
-              "600 GB/s, 400 W). Not measured: run `optmap calibrate` on an A100 to replace [calibration]."))
+              "600 GB/s, 400 W). Not measured: run `optmap calibrate` on an A100 to replace [attrs.calibration]."))
 
 
 def markdown(rows, title: str) -> str:

@@ -264,7 +264,7 @@ def run(args) -> int:
                                   + (" (--quick: tiny shapes)" if args.quick else ""))
     fields = preset_fields(measurements, args.name or output.stem, args.peak_tflops, args.network_gbps)
     header = ("optmap accelerator preset written by `optmap calibrate`: the datasheet fields of\n"
-              "Accelerator.from_datasheet + [calibration] (docs/calibration.md). Measurements: "
+              "Accelerator.from_datasheet, the calibration in [attrs.calibration] (docs/calibration.md). Measurements: "
               + output.with_suffix(".json").name)
     write_preset(output, fields, calibration, header)
     errors = error_rows(measurements.samples, predict(calibration, measurements.samples), by=lambda s: s.passes)

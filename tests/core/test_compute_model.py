@@ -112,7 +112,10 @@ def test_bad_shapes_and_ops_are_one_line_errors():
 def test_calibration_travels_with_the_accelerator():
     assert calibration_of(MEASURED) is CAL and calibration_of(PEAK) is None
     assert calibration_of(with_calibration(MEASURED, None)) is None
-    assert hash(MEASURED) != hash(PEAK)  # still hashable (AccPar groups devices by accelerator)
+    assert MEASURED.attrs["calibration"] is CAL and not PEAK.attrs
+    assert len({MEASURED: 1, PEAK: 2}) == 2  # hashable and distinct (AccPar groups devices by accelerator)
+    # a group's datasheet override keeps the calibration (attrs are merged)
+    assert calibration_of(MEASURED.with_datasheet(memory_gib=8)) is CAL
 
 
 def _h100():

@@ -11,7 +11,6 @@ reading a preset file does not load numpy.
 
 _API = {
     "Calibration": "optmap.compute.calibration",
-    "MeasuredAccelerator": "optmap.compute.calibration",
     "calibration_of": "optmap.compute.calibration",
     "with_calibration": "optmap.compute.calibration",
     "PASSES": "optmap.compute.lowering",

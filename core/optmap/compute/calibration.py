@@ -1,7 +1,7 @@
 """A measured accelerator's compute calibration: the parameters of the shared compute model.
 
-A :class:`Calibration` travels with its :class:`~optmap.system.Accelerator` (see
-:func:`with_calibration` / :func:`calibration_of`). An accelerator without one is priced at its
+A :class:`Calibration` travels with its :class:`~optmap.system.Accelerator`, in
+``attrs["calibration"]`` (see :func:`with_calibration` / :func:`calibration_of`). An accelerator without one is priced at its
 datasheet peak, exactly as every formulation did before measured presets existed.
 
 All fields are SI (FLOP/s, B/s, s); preset files speak ``*_tflops``, ``*_gBps`` and ``*_us``
@@ -84,7 +84,7 @@ class Calibration:
         object.__setattr__(self, "align_elements", int(self.align_elements))
 
     def to_table(self) -> dict[str, Any]:
-        """The ``[calibration]`` table of a preset file (file units: TFLOP/s, GB/s, µs)."""
+        """The ``[attrs.calibration]`` table of a preset file (file units: TFLOP/s, GB/s, µs)."""
         table: dict[str, Any] = {"dtype": self.dtype}
         for name, (key, to_file, _, _) in _UNITS.items():
             table[key] = float(f"{to_file(getattr(self, name)):.6g}")
@@ -96,7 +96,7 @@ class Calibration:
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], where: str = "calibration") -> "Calibration":
-        """Read a ``[calibration]`` table; unknown or missing keys are one clear error."""
+        """Read an ``[attrs.calibration]`` table; unknown or missing keys are one clear error."""
         if not isinstance(table, Mapping):
             raise OptmapError(f"{where}: expected a table of calibration keys, got {type(table).__name__}")
         file_keys = {key: name for name, (key, *_) in _UNITS.items()}
@@ -142,27 +142,25 @@ def describe_fields() -> dict[str, str]:
     return described
 
 
-@dataclass(frozen=True)
-class MeasuredAccelerator(Accelerator):
-    """An accelerator that carries a compute :class:`Calibration`.
-
-    Stand-in until ``Accelerator.attrs`` lands in the core; code reads it through
-    :func:`calibration_of` and builds it through :func:`with_calibration` only.
-    """
-
-    calibration: Calibration | None = None
+ATTR = "calibration"  # the key of Accelerator.attrs that holds it
 
 
 def with_calibration(accelerator: Accelerator, calibration: Calibration | None) -> Accelerator:
-    """``accelerator`` carrying ``calibration`` (None: an uncalibrated, peak-priced copy)."""
-    base = {f.name: getattr(accelerator, f.name) for f in fields(Accelerator)}
-    if calibration is None:
-        return Accelerator(**base)
-    if not isinstance(calibration, Calibration):
-        raise OptmapError(f"accelerator '{accelerator.name}': calibration must be a Calibration")
-    return MeasuredAccelerator(**base, calibration=calibration)
+    """``accelerator`` carrying ``calibration`` in its ``attrs`` (None: an uncalibrated copy,
+    priced at its datasheet peak)."""
+    attrs = {k: v for k, v in accelerator.attrs.items() if k != ATTR}
+    if calibration is not None:
+        if not isinstance(calibration, Calibration):
+            raise OptmapError(f"accelerator '{accelerator.name}': calibration must be a Calibration")
+        attrs[ATTR] = calibration
+    return replace(accelerator, attrs=attrs)
 
 
 def calibration_of(accelerator: Accelerator) -> Calibration | None:
-    """The accelerator's calibration, or None when it is priced at its datasheet peak."""
-    return getattr(accelerator, "calibration", None)
+    """The accelerator's calibration (``attrs["calibration"]``: a :class:`Calibration`, or the
+    ``[attrs.calibration]`` table of a preset file in file units), or None when it is priced at
+    its datasheet peak."""
+    value = accelerator.attrs.get(ATTR)
+    if value is None or isinstance(value, Calibration):
+        return value
+    return Calibration.from_table(value, f"accelerator '{accelerator.name}': attrs.calibration")

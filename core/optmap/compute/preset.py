@@ -1,6 +1,7 @@
-"""Accelerator preset files: the datasheet fields of ``Accelerator.from_datasheet`` + a calibration.
+"""Accelerator preset files: the keyword arguments of ``Accelerator.from_datasheet``.
 
-A preset file (TOML) is what ``optmap calibrate`` writes and what a problem file can name::
+A preset file (TOML) is what ``optmap calibrate`` writes and what a problem file can name
+(``[accelerators.NAME] file = "mygpu.toml"``)::
 
     name = "mygpu"                       # optional: defaults to the file's stem
     description = "..."
@@ -10,12 +11,13 @@ A preset file (TOML) is what ``optmap calibrate`` writes and what a problem file
     network_gbps = 7200                  # Gb/s (bits)
     power_watts = 700                    # optional
 
-    [calibration]                        # optional: without it the device is priced at its peak
+    [attrs.calibration]                  # optional: without it the device is priced at its peak
     dtype = "bf16"
     math_tflops = 730.0                  # ... every key of Calibration.to_table
 
-The top-level keys are exactly the keyword arguments of :meth:`Accelerator.from_datasheet`;
-:func:`read_preset` builds the accelerator, :func:`write_preset` writes one.
+The keys are exactly the keyword arguments of :meth:`Accelerator.from_datasheet`; the measured
+calibration rides in ``attrs``. :func:`read_preset` builds the accelerator (and checks the
+calibration table), :func:`write_preset` writes one.
 """
 
 from __future__ import annotations
@@ -28,14 +30,14 @@ from typing import Any, Mapping
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
 
-from .calibration import Calibration, with_calibration
+from .calibration import Calibration, calibration_of, with_calibration
 
 DATASHEET_KEYS = tuple(p for p in inspect.signature(Accelerator.from_datasheet).parameters if p not in ("cls", "name"))
 
 
 def accelerator_from_table(table: Mapping[str, Any], name: str, where: str) -> Accelerator:
-    """An accelerator from a preset's keys (datasheet fields, optional ``[calibration]``)."""
-    valid = ("name", *DATASHEET_KEYS, "calibration")
+    """An accelerator from a preset's keys (datasheet fields, optional ``[attrs.calibration]``)."""
+    valid = ("name", *DATASHEET_KEYS)
     unknown = sorted(set(table) - set(valid))
     if unknown:
         raise OptmapError(f"{where}: unknown key '{unknown[0]}'; valid keys: {', '.join(valid)}")
@@ -46,9 +48,8 @@ def accelerator_from_table(table: Mapping[str, Any], name: str, where: str) -> A
     if missing:
         raise OptmapError(f"{where}: missing key '{missing[0]}' (a preset lists {', '.join(required)})")
     accelerator = Accelerator.from_datasheet(str(table.get("name", name)), **fields)
-    if "calibration" in table:
-        accelerator = with_calibration(accelerator, Calibration.from_table(table["calibration"], f"{where} [calibration]"))
-    return accelerator
+    calibration = calibration_of(accelerator)  # checks the table once, here
+    return with_calibration(accelerator, calibration) if calibration is not None else accelerator
 
 
 def read_preset(path: str | Path) -> Accelerator:
@@ -76,18 +77,19 @@ def _toml_value(value: Any) -> str:
 
 
 def preset_text(fields: Mapping[str, Any], calibration: Calibration | None, header: str = "") -> str:
-    """The TOML text of a preset: ``fields`` (name + datasheet keys), then ``[calibration]``."""
+    """The TOML text of a preset: ``fields`` (name + datasheet keys), then ``[attrs.calibration]``."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()] if header else []
     lines += [f"{k} = {_toml_value(v)}" for k, v in fields.items() if v is not None]
     if calibration is not None:
-        lines += ["", "[calibration]"] + [f"{k} = {_toml_value(v)}" for k, v in calibration.to_table().items()]
+        lines += ["", "[attrs.calibration]"] + [f"{k} = {_toml_value(v)}" for k, v in calibration.to_table().items()]
     return "\n".join(lines) + "\n"
 
 
 def write_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None, header: str = "") -> Accelerator:
     """Write a preset file and return the accelerator it describes (read back, so it round-trips)."""
     path = Path(path)
-    unknown = sorted(set(fields) - {"name", *DATASHEET_KEYS})
+    allowed = {"name", *DATASHEET_KEYS} - {"attrs"}  # the calibration is written as [attrs.calibration]
+    unknown = sorted(set(fields) - allowed)
     if unknown:
         raise OptmapError(f"preset: unknown datasheet field '{unknown[0]}'; valid: {', '.join(DATASHEET_KEYS)}")
     path.write_text(preset_text(fields, calibration, header))

@@ -37,7 +37,7 @@ import numpy as np
 
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
-from optmap.workload import MERGE_OPS, WEIGHTED_OPS, Layer, Workload, dtype_bytes
+from optmap.workload import Layer, Workload, dtype_bytes
 
 from .calibration import calibration_of
 from .model import compute_time
@@ -109,19 +109,23 @@ def mixed_precision(dtype: str) -> bool:
     return dtype_bytes(dtype) < MASTER_BYTES
 
 
+def _kept(layer: Layer) -> bool:
+    """A contraction or a merge: the layers AccPar's block view keeps."""
+    return layer.weighted or layer.kind.merge
+
+
 def owners(workload: Workload) -> dict[str, list[Layer]]:
     """Each contraction or merge layer → the element-wise layers that work on its output.
 
     An element-wise layer belongs to the nearest contraction or merge layer upstream of it (the
     one AccPar's block view keeps); layers fed by the network input alone belong to no one.
     """
-    kept = WEIGHTED_OPS | MERGE_OPS
-    owned: dict[str, list[Layer]] = {l.name: [] for l in workload.layers() if l.op in kept}
+    owned: dict[str, list[Layer]] = {l.name: [] for l in workload.layers() if _kept(l)}
     for layer in workload.layers():
-        if layer.op in kept or layer.op == "input":
+        if _kept(layer) or layer.op == "input":
             continue
         name = layer.name
-        while workload.layer(name).op not in kept:
+        while not _kept(workload.layer(name)):
             producers = workload.inputs_of(name)
             if not producers:
                 break
@@ -167,7 +171,7 @@ class StepModel:
         names = tuple(owned) if names is None else tuple(names)
         layers = [workload.layer(n) for n in names]
         size, master = workload.bytes_per_element, mixed_precision(workload.dtype)
-        traffic = [[layer_traffic(l, size) for l in ([layer] if layer.op in MERGE_OPS else []) + owned.get(n, [])]
+        traffic = [[layer_traffic(l, size) for l in ([layer] if layer.kind.merge else []) + owned.get(n, [])]
                    for n, layer in zip(names, layers)]
         extra = np.array([sum(t.total for t in ts) for ts in traffic], float)
         extra[-1] += LOSS_BYTES * workload.layers()[-1].out_elements
