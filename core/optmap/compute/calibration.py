@@ -134,14 +134,6 @@ class Calibration:
         )
 
 
-def describe_fields() -> dict[str, str]:
-    """Preset-file key -> what it means (for documentation and ``--help``)."""
-    described = {key: text for key, _, _, text in _UNITS.values()}
-    described["smoothness"] = "exponent p of the smooth maximum of the roofline terms"
-    described["align_elements"] = "channel multiple the fast contraction kernels need"
-    return described
-
-
 ATTR = "calibration"  # the key of Accelerator.attrs that holds it
 
 
