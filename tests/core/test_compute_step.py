@@ -106,3 +106,19 @@ def test_accpar_peak_pricing_is_unchanged_by_the_compute_model():
         assert np.array_equal(results[0][key], results[1][key]), key
     measured = AccParCostModel(workload, topologies.TOPOLOGIES["fully-connected"]([GroupSpec(MEASURED, 4)]))
     assert not np.allclose(measured.evaluate_batch(x)["compute_time"], results[0]["compute_time"])
+
+
+def test_a_growing_shard_never_takes_less_time():
+    # Every node of ResNet-18 priced on h100-sxm as its shard grows along batch, input and output
+    # channels (fractions 1/64 .. 1 of the layer, as AccPar's shares make them).
+    from optmap.compute import read_preset
+    from optmap.plugins.hardware import PRESET_FILES
+
+    h100 = read_preset(PRESET_FILES / "h100-sxm.toml")
+    workload = resnet18(batch=256, dtype="bf16")
+    model = StepModel.from_workload(workload)
+    d_in = np.array([workload.layer(n).in_channels for n in model.names], float)
+    grow = np.linspace(1 / 64, 1, 64)[:, None]
+    for batch, cin, cout in ((grow * 256, 1.0, 1.0), (256.0, grow, 1.0), (256.0, 1.0, grow)):
+        seconds = model.device_seconds(h100, batch, d_in * cin, model.out_channels * cout)
+        assert np.all(np.diff(seconds, axis=0) >= 0)
