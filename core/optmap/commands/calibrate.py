@@ -25,8 +25,8 @@ from optmap.errors import OptmapError
 GIB = 2**30
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    """Register ``optmap calibrate`` on the CLI's subparsers."""
+def add_parser(subparsers) -> dict:
+    """Register ``optmap calibrate`` on the CLI's subparsers; returns ``{"calibrate": run}``."""
     parser = subparsers.add_parser("calibrate", help="measure this machine's accelerator and write a preset file")
     parser.add_argument("-o", "--output", default="accelerator.toml", metavar="FILE.toml",
                         help="preset file to write (default accelerator.toml; measurements go to FILE.json)")
@@ -43,7 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=1, metavar="N",
                         help="CPU threads PyTorch may use when --device cpu (default 1: one core is the device)")
     parser.add_argument("--refit", metavar="FILE.json", help="fit measurements written earlier instead of measuring")
-    return parser
+    return {"calibrate": run}
 
 
 class Timer:

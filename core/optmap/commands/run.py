@@ -1,0 +1,72 @@
+"""``optmap run``: search a mapping for a problem and save the result."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from optmap.commands.common import (
+    add_parallel_arguments, add_problem_arguments, default_output, engine_options, load_problem, seed_argument,
+)
+from optmap.commands.progress import Progress
+
+
+def add_parser(commands) -> dict:
+    parser = commands.add_parser("run", help="search a mapping for a problem")
+    add_problem_arguments(parser)
+    parser.add_argument("--search", metavar="ENGINE", help="search engine (default: the file's [search] engine)")
+    parser.add_argument("--seed", type=seed_argument, help="random seed (default: the file's [search] seed)")
+    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the checkpoint (ga, optuna) or join the stored Optuna study")
+    parser.add_argument("--checkpoint", metavar="FILE", help="checkpoint file of a resumable engine "
+                        "(default: next to the result, <result>.checkpoint.json)")
+    parser.add_argument("--checkpoint-every", type=float, default=10.0, metavar="SECONDS",
+                        help="save the checkpoint at most this often while searching (default 10)")
+    parser.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///study.db or "
+                        "postgresql://user:pass@host/db, shared by several optmap processes")
+    parser.add_argument("--study", metavar="NAME", help="Optuna study name (default: the problem's name)")
+    add_parallel_arguments(parser)
+    return {"run": run}
+
+
+def run(args) -> int:
+    from optmap.report import console, layer_table, report_tables, result_table, write_json
+    from optmap.run import SearchFailed, solve
+
+    problem = load_problem(args)
+    engine = args.search or problem.search.engine
+    seed = problem.search.seed if args.seed is None else args.seed
+    options = engine_options(problem, engine, args)
+    progress = Progress(f"{engine}")
+    out = Path(args.json) if args.json else default_output(problem, engine, seed)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else out.with_name(out.stem + ".checkpoint.json")
+    try:
+        result = solve(problem, engine=engine, seed=seed, options=options, progress=progress,
+                       checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every,
+                       workers=args.workers, scheduler=args.scheduler)
+    except SearchFailed as failure:
+        progress.close()
+        write_json(out, {"problem": problem.spec, **failure.result.to_json()})
+        print(f"partial result written to {out}", file=sys.stderr)
+        raise
+    progress.close()
+    write_json(out, {"problem": problem.spec, **result.to_json()})
+    terminal = console()
+    terminal.print(result_table(result))
+    layers = layer_table(result)
+    if not args.quiet:
+        for table in ([layers] if layers is not None else []) + report_tables(result):
+            terminal.print(table)
+    terminal.print(f"result written to {out}")
+    if result.stopped == "interrupted":
+        saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
+        again = [word for word in args.argv if word != "--resume"] + ["--resume"]
+        print(f"interrupted after {result.evaluations:,} evaluations{saved}; continue with: "
+              f"{shlex.join(['optmap', *again])}", file=sys.stderr)
+        return 128 + int(result.extra.get("signal", 2))
+    return 0
+
+
