@@ -1,5 +1,6 @@
 """Preset files: round trip, one-line errors, and `optmap calibrate --device cpu --quick`."""
 
+import json
 import tomllib
 
 import pytest
@@ -7,7 +8,9 @@ import pytest
 from optmap.cli import main
 from optmap.compute import Calibration, calibration_of, read_preset, write_preset
 from optmap.compute.preset import DATASHEET_KEYS
+from optmap.compute.step import training_step
 from optmap.errors import OptmapError
+from optmap.plugins.zoo.models import vgg11
 from optmap.system import Accelerator
 
 FIELDS = {"name": "lab-gpu", "peak_tflops": {"bf16": 400}, "memory_gib": 48, "memory_bandwidth_gBps": 1500,
@@ -104,6 +107,12 @@ def test_calibrate_quick_on_cpu_writes_a_preset_a_problem_can_use(tmp_path, monk
     # a problem file names the written preset; AccPar prices it measured, not at the peak
     times = _problem_times(tmp_path, "mygpu", "mygpu.toml", "fp32")
     assert times["auto"] != times["peak"]
+    # `optmap run` on one device of it: the whole step, priced by the measured model
+    (tmp_path / "one.toml").write_text(PROBLEM.format(name="mygpu", file="mygpu.toml", dtype="fp32", compute="auto")
+                                       .replace("count = 2", "count = 1"))
+    assert main(["run", "one.toml", "--quiet", "--json", "one.json"]) == 0
+    step = training_step(accelerator, vgg11(batch=8, dtype="fp32", image_size=32))["time"]
+    assert json.loads((tmp_path / "one.json").read_text())["report"]["metrics"]["time"] == pytest.approx(step)
     # refitting the written measurements gives the same preset
     assert main(["calibrate", "--refit", "mygpu.json", "--quick", "-o", "again.toml"]) == 0
     assert calibration_of(read_preset(tmp_path / "again.toml")).math_flops == pytest.approx(

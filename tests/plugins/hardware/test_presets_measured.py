@@ -1,6 +1,8 @@
 """The measured presets: h100-sxm fitted to the H100 measurements (errors as docs/calibration.md
 states them), a100-sxm moved to A100 datasheet figures, both registered by the hardware plugin."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,18 @@ def test_presets_are_registered():
     host = load_host()
     assert {"h100-sxm", "a100-sxm"} <= set(host.names("accelerator"))
     assert calibration_of(host.get("accelerator", "h100-sxm").resolve()) == calibration_of(H100)
+
+
+@pytest.mark.parametrize("network, batch", [("resnet50", 256), ("vgg16", 128), ("resnet18", 64)])
+def test_one_device_accpar_problem_predicts_the_training_step(network, batch):
+    # problems/calibration/h100-resnet50-step.toml: one h100-sxm, fully-connected, accpar, dp. Every
+    # layer is local, so AccPar's time is the single-device step of optmap.compute.step.
+    import optmap
+    from optmap.plugins.zoo.models import MODELS
+
+    problem = optmap.load(Path(__file__).parents[3] / "problems" / "calibration" / "h100-resnet50-step.toml",
+                          overrides=[f"workload.model={network}", f"workload.batch={batch}"])
+    result = optmap.solve(problem, seed=0)
+    expected = training_step(H100, MODELS[network](batch=batch, dtype="bf16"))["time"]
+    assert result.report.metrics["time"] == pytest.approx(expected, rel=1e-9)
+    assert result.report.metrics["comm_time"] == 0
