@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -29,6 +28,17 @@ def pyplot():
     except ImportError:
         raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
     return plt
+
+
+def png(figure, dpi: int = 120) -> bytes:
+    """A figure as PNG bytes (closed afterwards); callers save them with :func:`optmap.output.save`."""
+    import io
+
+    plt = pyplot()
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=dpi)
+    plt.close(figure)
+    return image.getvalue()
 
 
 def has_layers(report: Any) -> bool:
@@ -82,8 +92,8 @@ def convergence(axes, result) -> None:
     axes.grid(True, alpha=0.3)
 
 
-def plot_run(path: str | Path, result, title: str = "") -> Path:
-    """A run's convergence and, when its report has layers, its per-layer bars, in one PNG."""
+def plot_run(result, title: str = "") -> bytes:
+    """A run's convergence and, when its report has layers, its per-layer bars, as a PNG."""
     plt = pyplot()
     layers = has_layers(result.report)
     count = len(result.report.layers) if layers else 0
@@ -96,6 +106,4 @@ def plot_run(path: str | Path, result, title: str = "") -> Path:
     values = ", ".join(f"{name} {value:.4g}" for name, value in result.values.items())
     figure.suptitle(f"{title}: {values}" if title else values, fontsize=11)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return Path(path)
+    return png(figure)

@@ -13,7 +13,7 @@ from optmap.errors import OptmapError
 from optmap.sweep import plan, run, sweep
 from optmap.sweep.design import expand_key, expand_range, parse_vary, points, split_values
 from optmap.sweep.execute import run_tasks
-from optmap.sweep.store import Store, atomic_write
+from optmap.sweep.store import Store
 from optmap.sweep.summary import axes, pivot
 from optmap.sweep.sweepfile import read_sweep_file
 
@@ -133,17 +133,22 @@ def test_interrupted_points_are_not_recorded(problem, tmp_path, monkeypatch):
 
 
 def test_store_writes_atomically_and_refuses_foreign_files(tmp_path, monkeypatch):
-    target = tmp_path / "out.json"
-    atomic_write(target, "old")
+    store = Store(tmp_path / "out")
+    store.add({"id": "a", "problem": "p", "engine": "e", "seed": 0, "objectives": {"time": 1.0}})
+    before = (tmp_path / "out.json").read_text()
 
     def broken(src, dst):
-        raise OSError("disk full")
+        raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(OSError):
-        atomic_write(target, "new")
+    with pytest.raises(OptmapError, match="No space left on device.*intact"):
+        store.add({"id": "b", "problem": "p", "engine": "e", "seed": 1, "objectives": {"time": float("nan")}})
     monkeypatch.undo()
-    assert target.read_text() == "old"  # a failed write leaves the previous file whole
+    assert (tmp_path / "out.json").read_text() == before  # a failed write leaves the previous file whole
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    store.write()
+    again = Store(tmp_path / "out.csv")  # NaN is stored as null and read back
+    assert again.rows["b"]["objectives"] == {"time": None} and again.done("a")
     (tmp_path / "x.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(OptmapError, match="not an optmap sweep"):
         Store(tmp_path / "x")

@@ -117,9 +117,10 @@ def _show_saved(args, kind: str) -> int:
             if table is not None:
                 terminal.print(table)
         if args.plot:
+            from optmap.output import save
             from optmap.plots import plot_run
 
-            terminal.print(f"figure written to {plot_run(args.plot, result, problem)}")
+            terminal.print(f"figure written to {save(args.plot, plot_run(result, problem), what='plot')}")
         return 0
     if kind == "comparison":
         terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
@@ -132,11 +133,13 @@ def _show_saved(args, kind: str) -> int:
     columns += list(dict.fromkeys(key for row in rows for key in row.get("derived", {})))
     terminal.print(rows_table(data.get("title") or str(args.file), flat_rows(rows, columns)))
     if args.plot and rows:
+        from optmap.output import save
         from optmap.sweep.plot import plot_sweep
 
         x, series, numeric = axes(rows)
         ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1]
-        terminal.print(f"figure written to {plot_sweep(args.plot, rows, x, series, ys, numeric, (), data.get('title', ''))}")
+        image = plot_sweep(rows, x, series, ys, numeric, (), data.get("title", ""))
+        terminal.print(f"figure written to {save(args.plot, image, what='plot')}")
     return 0
 
 

@@ -74,6 +74,7 @@ def _default_out(files: list[str]):
 
 
 def sweep(args) -> int:
+    from optmap.output import exclusive
     from optmap.report import console, rows_table
     from optmap.sweep import plan, run
     from optmap.sweep.summary import flat_rows, markdown, pivot
@@ -97,7 +98,8 @@ def sweep(args) -> int:
                    + (f"; running {len(todo)} in {how}" if todo else ""))
     progress = _Progress(len(todo), study.objectives)
     try:
-        run(study, args.workers, args.scheduler, plugins, off, on_row=progress.update)
+        with exclusive(store.json_path):  # a second sweep on the same output is refused
+            run(study, args.workers, args.scheduler, plugins, off, on_row=progress.update)
     except KeyboardInterrupt:
         study.complete = False
     finally:
@@ -117,13 +119,12 @@ def sweep(args) -> int:
     if args.plot and study.rows:
         terminal.print(f"figure written to {study.plot(args.plot, args.x, ys)}")
     if args.markdown and study.rows:
-        from optmap.sweep.store import atomic_write
+        from optmap.output import save
 
         heading = study.config.plot.get("xlabel") or x
         tables = [(f"**{y}**\n\n" if len(ys) > 1 else "")
                   + markdown(pivot(study.rows, x, series, y, study.config.references), {x: heading}) for y in ys]
-        atomic_write(args.markdown, "\n".join(tables))
-        terminal.print(f"table written to {args.markdown}")
+        terminal.print(f"table written to {save(args.markdown, chr(10).join(tables), what='table')}")
     failed = [row for row in study.rows if row.get("error")]
     if not study.complete:
         left = len(study.points) - sum(store.done(point.id) for point in study.points)

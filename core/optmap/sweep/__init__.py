@@ -71,7 +71,10 @@ class Study:
 
         shared = constants(self.rows, skip=("problem",) if self.title == self.rows[0]["problem"] else ())
         title = f"{self.title}\n{shared}" if shared else self.title
-        return plot_sweep(path, self.rows, x, series, ys, numeric, self.config.references, title, self.config.plot)
+        from optmap.output import save
+
+        image = plot_sweep(self.rows, x, series, ys, numeric, self.config.references, title, self.config.plot)
+        return save(path, image, what="plot")
 
 
 def _validate(study: Study, engines: list[str | None], plugins, disabled) -> None:

@@ -10,12 +10,11 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from optmap.plots import pyplot
+from optmap.plots import png, pyplot
 from optmap.sweep.summary import groups, references_for, series_label
 
 UNITS = (("time", "s"), ("seconds", "s"), ("bytes", "B"), ("flops", "FLOP"))
@@ -52,9 +51,9 @@ def styles(rows: list[dict[str, Any]], series: list[str]) -> dict[str, tuple[int
     return out
 
 
-def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: list[str], ys: list[str],
-               numeric: bool, references=(), title: str = "", options: dict[str, Any] | None = None) -> Path:
-    """Draw the sweep's ``ys`` over ``x`` (one panel per y) and save it to ``path``."""
+def plot_sweep(rows: list[dict[str, Any]], x: str, series: list[str], ys: list[str], numeric: bool,
+               references=(), title: str = "", options: dict[str, Any] | None = None) -> bytes:
+    """The sweep's ``ys`` over ``x`` (one panel per y), as a PNG."""
     plt = pyplot()
     options = options or {}
     panels = len(ys)
@@ -77,9 +76,7 @@ def plot_sweep(path: str | Path, rows: list[dict[str, Any]], x: str, series: lis
             axes.legend(fontsize=7 if len(data) > 6 else 8)
     figure.suptitle(options.get("title", title), fontsize=11)
     figure.tight_layout()
-    figure.savefig(path, dpi=130)
-    plt.close(figure)
-    return Path(path)
+    return png(figure, dpi=130)
 
 
 def _lines(axes, data, refs, look, options) -> None:

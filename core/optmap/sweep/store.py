@@ -1,7 +1,8 @@
 """A sweep's output: ``OUT.json`` (the store a rerun reads) and ``OUT.csv`` (one flat row per point).
 
-Both files are rewritten after every finished point, each atomically (a temporary file in the
-same folder, flushed to disk, then renamed over the old one), so a sweep killed at any moment
+Both files are rewritten after every finished point, each atomically (:func:`optmap.output.
+atomic_write`: a temporary file in the same folder, flushed to disk, then renamed over the old
+one; strict JSON, a non-finite number is null), so a sweep killed at any moment
 leaves the previous complete files and loses at most the points still running. A rerun skips
 the points whose rows are finished (no error, not interrupted). Rows of other sweeps (other
 points, or an edited problem file) are kept in the file, never deleted, and not shown.
@@ -12,26 +13,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from optmap.errors import OptmapError
+from optmap.output import atomic_write, json_text
 
 FORMAT = "optmap-sweep/1"
-
-
-def atomic_write(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never a part."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "w", newline="") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    return path
 
 
 def stem(out: str | Path) -> Path:
@@ -91,9 +79,13 @@ class Store:
 
     def write(self) -> None:
         rows = list(self.rows.values())
-        atomic_write(self.json_path, json.dumps({"format": FORMAT, "title": self.title, "rows": rows},
-                                                indent=1, default=float))
-        atomic_write(self.csv_path, to_csv(rows))
+        for path, text in ((self.json_path, json_text({"format": FORMAT, "title": self.title, "rows": rows})),
+                           (self.csv_path, to_csv(rows))):
+            try:
+                atomic_write(path, text)
+            except OSError as exc:
+                raise OptmapError(f"cannot write the sweep's rows to {path} ({exc.strerror or exc}); the rows "
+                                  f"written before are intact; free the folder or choose another --out") from None
 
 
 def flat(row: dict[str, Any]) -> dict[str, Any]:

@@ -53,7 +53,8 @@ def _frozen(coords: dict[str, Any]) -> tuple:
 def value_of(row: dict[str, Any], name: str) -> float:
     for part in ("derived", "objectives", "metrics"):
         if name in row.get(part, {}):
-            return float(row[part][name])
+            value = row[part][name]
+            return math.nan if value is None else float(value)  # JSON keeps NaN as null
     return math.nan
 
 
