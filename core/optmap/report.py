@@ -106,11 +106,15 @@ def console(stderr: bool = False) -> Console:
 
 
 def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
-    """A cost report's plan, one row per top-level entry (nested values as JSON, cut to ``width``)."""
-    if not plan:
+    """The entries of a cost report's plan that :func:`result_table` does not show (nested ones),
+    one row each as JSON cut to ``width`` characters."""
+    import json
+
+    nested = {key: value for key, value in plan.items() if not any(True for _ in _plan_rows({key: value}))}
+    if not nested:
         return None
     table = Table(title="plan", show_header=False)
-    for key, value in plan.items():
-        text = fmt(value) if isinstance(value, (int, float, str, bool)) else json.dumps(value, default=str)
+    for key, value in nested.items():
+        text = json.dumps(value, default=str)
         table.add_row(str(key), text if len(text) <= width else text[: width - 3] + "...")
     return table

@@ -59,5 +59,5 @@ def result_from_json(data: dict[str, Any]):
         report=report, front=[], history=history, evaluations=data.get("evaluations", 0),
         seconds=data.get("seconds", 0.0), stopped=data.get("stopped", "?"),
         extra={**data.get("extra", {}), "mapping": data.get("mapping") or {}},
-        senses=tuple(data.get("senses", ())),
+        senses=tuple(data.get("senses", ())), units=dict(data.get("units") or {}),
     )

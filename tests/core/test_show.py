@@ -59,7 +59,7 @@ def test_show_renders_a_saved_result_without_rerunning(problem, tmp_path, capsys
     assert f"saved result of {data['problem']['name']}" in printed
     for layer in data["report"]["layers"]:  # every layer of the per-layer table
         assert layer["name"] in printed
-    assert "plan" in printed and "shares" in printed
+    assert "plan" in printed and "levels" in printed and "share[" in printed
     assert f"{data['values']['time']:.4g}" in printed
     assert (tmp_path / "again.png").read_bytes()[:8] == PNG
 
