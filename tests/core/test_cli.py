@@ -133,7 +133,7 @@ def test_schema_accepts_the_shipped_problems():
     from optmap.schema import problem_schema
 
     validator = jsonschema.Draft202012Validator(problem_schema())
-    for path in sorted((ROOT / "problems").rglob("*.toml")):
+    for path in sorted(p for p in (ROOT / "problems").rglob("*.toml") if not p.name.endswith(".sweep.toml")):
         errors = list(validator.iter_errors(tomllib.loads(path.read_text())))
         assert not errors, (path, errors[0].message)
 
