@@ -120,3 +120,16 @@ def test_ctrl_c_keeps_finished_points_and_a_rerun_runs_only_the_rest(problem, tm
     assert "2 points, 1 already in" in again.stdout and "[1/1] system.groups.0.count=4" in again.stderr
     rows = json.loads(store.read_text())["rows"]
     assert rows[0] == first[0] and len(rows) == 2
+
+
+def test_points_run_on_a_dask_cluster_like_here(problem, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    from optmap.sweep import sweep
+
+    vary = ["system.groups.*.count=2,4", "workload.batch=32,64"]
+    here = sweep([problem], vary=vary, out=tmp_path / "here")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        there = sweep([problem], vary=vary, out=tmp_path / "there", scheduler=cluster.scheduler_address)
+    assert there.complete and len(there.rows) == 4
+    assert [(r["id"], r["objectives"]) for r in there.rows] == [(r["id"], r["objectives"]) for r in here.rows]

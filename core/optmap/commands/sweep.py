@@ -65,12 +65,14 @@ def _baseline(text: str | None) -> dict | None:
 
 
 def _default_out(files: list[str]):
+    """``optmap-results/<first problem>/sweep`` (file-name-safe), beside ``optmap run``'s results."""
     from pathlib import Path
 
+    from optmap.output import file_stem
     from optmap.problem.spec import read_spec
 
-    name = str(read_spec(files[0]).get("name", Path(files[0]).stem))
-    return Path("optmap-results") / name.replace(" ", "_").replace("/", "_") / "sweep"
+    name = read_spec(files[0]).get("name", Path(files[0]).stem)
+    return Path("optmap-results") / file_stem(str(name)) / "sweep"
 
 
 def sweep(args) -> int:

@@ -126,7 +126,7 @@ def _on_dask(jobs, on_row, address: str) -> bool:
     try:
         futures = [client.submit(run_point, job, pure=False) for job in jobs]
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):  # this client, not a default one
                 complete &= _deliver(future.result(), on_row)
         except KeyboardInterrupt:
             client.cancel(futures)

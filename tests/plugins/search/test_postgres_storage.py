@@ -90,7 +90,6 @@ seed = 0
 [search.optuna]
 sampler = "random"
 batch = 5
-max_trials = 1000000
 """
 
 
