@@ -51,6 +51,7 @@ def run_point(job: dict[str, Any]) -> dict[str, Any]:
     row.update(
         objectives={key: float(value) for key, value in (result.values if result else {}).items()},
         metrics={key: float(value) for key, value in (report.metrics if report else {}).items()},
+        units=dict(getattr(result, "units", {}) or {}) if result else {},
         feasible=bool(report.feasible) if report else None,
         evaluations=result.evaluations if result else 0,
         seconds=round(result.seconds, 4) if result else 0.0,

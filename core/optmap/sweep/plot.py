@@ -23,7 +23,11 @@ LINES = ("-", "--", "-.", ":")
 DOTTED = (0, (1, 2))
 
 
-def unit_label(name: str) -> str:
+def unit_label(name: str, rows: list[dict[str, Any]] = ()) -> str:
+    """``time (s)``: the unit the cost model gave, else one read off the name's ending."""
+    given = next((row["units"][name] for row in rows if name in (row.get("units") or {})), None)
+    if given:
+        return f"{name} ({given})"
     for suffix, unit in UNITS:
         if name.lower().endswith(suffix):
             return f"{name} ({unit})"
@@ -67,7 +71,7 @@ def plot_sweep(rows: list[dict[str, Any]], x: str, series: list[str], ys: list[s
         else:
             _bars(axes, data, refs)
         axes.set_xlabel(options.get("xlabel", x))
-        axes.set_ylabel(options.get("ylabel", unit_label(y)))
+        axes.set_ylabel(options.get("ylabel", unit_label(y, rows)))
         if options.get("yscale"):
             axes.set_yscale(options["yscale"])
         axes.grid(True, axis="y", alpha=0.3)

@@ -128,7 +128,8 @@ def flat_rows(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
         coords = coordinates(row)
         entry = {key: coords[key] for key in dims}
         entry.update(engine=coords["engine"], seed=coords["seed"])
-        entry.update({name: value_of(row, name) for name in columns})
+        units = row.get("units") or {}
+        entry.update({f"{name} ({units[name]})" if units.get(name) else name: value_of(row, name) for name in columns})
         entry.update(evaluations=row.get("evaluations", 0), seconds=row.get("seconds", 0.0))
         if any(r.get("error") for r in rows):
             entry["error"] = row.get("error") or ""
