@@ -282,3 +282,22 @@ def test_ablation_sweep_file_runs_the_variants_of_the_reproduction(tmp_path):
     for row in study.rows:
         assert row["objectives"]["time"] == pytest.approx(direct[row["variant"]], rel=1e-12)
         assert row["metrics"]["speedup"] == pytest.approx(base / direct[row["variant"]], rel=1e-12)
+
+
+def test_a_search_stopped_before_its_first_mapping_is_interrupted_not_failed(problem, tmp_path, monkeypatch):
+    # Ctrl-C at a search's first check: no mapping yet, so solve raises SearchFailed; the point
+    # must stay to do (interrupted), not be recorded as failed
+    import optmap.run
+    from optmap.search import SearchResult
+    from optmap.sweep import execute
+
+    def stopped(problem, engine=None, seed=None, **options):
+        empty = SearchResult(engine, seed, ("time",), None, {}, None, [], [], 0, 0.0, "interrupted")
+        raise optmap.run.SearchFailed("found no feasible mapping in 0 evaluations", empty)
+
+    monkeypatch.setattr(optmap.run, "solve", stopped)
+    study = plan([problem], ["workload.batch=32"], out=tmp_path / "i")
+    row = execute.run_point(execute.task(study.points[0]))
+    assert row["stopped"] == "interrupted" and row["error"] is None
+    recorded = []
+    assert run_tasks([execute.task(study.points[0])], recorded.append) is False and recorded == []

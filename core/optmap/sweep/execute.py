@@ -43,8 +43,9 @@ def run_point(job: dict[str, Any]) -> dict[str, Any]:
         row["seed"] = problem.search.seed if row["seed"] is None else row["seed"]
         result = solve(problem, engine=row["engine"], seed=row["seed"])
         row["error"] = None
-    except SearchFailed as failure:
-        result, row["error"] = failure.result, str(failure)
+    except SearchFailed as failure:  # stopped by Ctrl-C before it found anything: interrupted, not failed
+        result = failure.result
+        row["error"] = None if result.stopped == "interrupted" else str(failure)
     except OptmapError as exc:
         row["error"] = " ".join(str(exc).split())
     report = result.report if result is not None else None
@@ -55,7 +56,7 @@ def run_point(job: dict[str, Any]) -> dict[str, Any]:
         feasible=bool(report.feasible) if report else None,
         evaluations=result.evaluations if result else 0,
         seconds=round(result.seconds, 4) if result else 0.0,
-        stopped="error" if row["error"] else result.stopped,
+        stopped="error" if row["error"] else result.stopped,  # "interrupted" rows are never recorded
     )
     return row
 
