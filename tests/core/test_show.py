@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import optmap
+import pytest
 from optmap.cli import main
 from optmap.saved import read_saved, result_from_json
 

@@ -6,9 +6,8 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 import optmap
+import pytest
 from optmap.errors import OptmapError
 from optmap.sweep import plan, run, sweep
 from optmap.sweep.design import expand_key, expand_range, parse_vary, points, split_values

@@ -16,9 +16,10 @@ From Python::
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from optmap.errors import OptmapError
 from optmap.sweep.design import Point, parse_vary, points
@@ -27,7 +28,7 @@ from optmap.sweep.store import Store
 from optmap.sweep.summary import axes, derive
 from optmap.sweep.sweepfile import SweepFile, read_sweep_file
 
-__all__ = ["Study", "sweep", "plan"]
+__all__ = ["Study", "plan", "sweep"]
 
 
 @dataclass

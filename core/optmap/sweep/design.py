@@ -166,10 +166,8 @@ class Point:
     @property
     def axes(self) -> list[str]:
         """The coordinates the grid sets: not the engine or seed left to the problem file."""
-        return [key for key, value in self.coords.items() if value is not None or key not in ("engine", "seed", "variant")]
-
-    def label(self) -> str:
-        return " ".join(f"{key}={value}" for key, value in self.coords.items() if value is not None)
+        optional = ("engine", "seed", "variant")
+        return [key for key, value in self.coords.items() if value is not None or key not in optional]
 
 
 def point_spec(base: dict[str, Any], overrides: list[str], fixes: list[str], where: str) -> dict[str, Any]:

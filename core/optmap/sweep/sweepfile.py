@@ -89,7 +89,8 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> list[str]:
 def _numbers(where: str, table: Any) -> dict[str, float]:
     if not isinstance(table, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                               for v in table.values()):
-        raise OptmapError(f"{where}: expected a table of metric = number, e.g. {{ speedup = 2.08 }}, got {short(table)}")
+        raise OptmapError(f"{where}: expected a table of metric = number, e.g. {{ speedup = 2.08 }}, "
+                          f"got {short(table)}")
     return {key: float(value) for key, value in table.items()}
 
 

@@ -98,7 +98,8 @@ def postgres_url() -> str:
     url = os.environ.get(ENV)
     problem = None
     if not url:
-        problem = f"no PostgreSQL server: {ENV} is not set (.ci/run starts one; or set {ENV}=postgresql+psycopg://user@host:port/db)"
+        problem = (f"no PostgreSQL server: {ENV} is not set (.ci/run starts one; or set "
+                   f"{ENV}=postgresql+psycopg://user@host:port/db)")
     else:
         try:
             import psycopg  # noqa: F401  (the driver of postgresql+psycopg:// URLs)
@@ -198,7 +199,7 @@ def test_a_killed_worker_loses_no_finished_trial(setup, storage):
     target = len(trials) + 10
     again = subprocess.run(command(tmp_path, storage, study, "again.json", "--resume", "--seed", "1", *slow[2:4],
                                    "--set", f"search.budget.evaluations={target}"), env=env, capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=300, check=False)
     assert again.returncode == 0, again.stderr
     result = json.loads((tmp_path / "again.json").read_text())
     after = stored(storage, study)
