@@ -30,6 +30,7 @@ from .evaluation import PIPE, relayout_table
 from .model import DSMCostModel
 from .passes import tensor_size
 from .pipelining import contract
+from .plans import pinned_types
 from .tables import TableBuilder, residency_combos
 from .view import SOURCE, chain_view
 
@@ -41,24 +42,43 @@ class DSMSearch:
 
     requires = frozenset({"dsm_tables"})
 
-    def __init__(self, *, prune: Literal["paper", "none"] = "paper") -> None:
+    def __init__(self, *, prune: Literal["paper", "none"] = "paper", pin: dict[str, str] | None = None) -> None:
         """``prune = "paper"``: least-imbalance core splits and smallest reduction tiles (§II-E);
-        ``"none"``: every candidate (exact, slower)."""
+        ``"none"``: every candidate (exact, slower). ``pin``: parallelism types fixed per layer,
+        in DSM's names or AccPar's (I = Data, III = Model; Type-II is rejected, see :mod:`plans`),
+        e.g. a HyPar or AccPar plan to score with this model; the rest is optimised."""
         self.prune = prune
+        self.pin = dict(pin or {})
         self.exact = prune == "none"
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = evaluator.cost_model
         if not isinstance(model, DSMCostModel):
             raise OptmapError("the dsm engine plans DSM's formulation; use [cost] model = \"dsm\"")
+        pinned = pinned_types(model, self.pin)
         builder = TableBuilder(model, self.prune)
         plans = []
         for reserved, preloaded in _preload_sets(model, builder):
             planner = _Planner(model, builder, reserved, preloaded)
-            for combo in itertools.product((False, True), repeat=len(model.runs)):
-                plans.append(planner.plan(dict(zip((r.name for r in model.runs), combo))))
+            for combo in _pipe_combos(model, pinned):
+                plans.append(planner.plan(combo, pinned))
         evaluator.evaluate(np.array(plans))
         return {"prune": self.prune, "candidates_scored": builder.counter.scored, "plans_scored": len(plans)}
+
+
+def plan_vector(model: DSMCostModel, types: dict[str, str], prune: str = "paper") -> np.ndarray:
+    """The best mapping with the parallelism types ``types`` (layer -> DSM type), pipe groups off."""
+    planner = _Planner(model, TableBuilder(model, prune), 0.0, frozenset())
+    return planner.plan({run.name: False for run in model.runs}, pinned_types(model, types))
+
+
+def _pipe_combos(model: DSMCostModel, pinned: dict[str, str]):
+    """Every on/off setting of the pipe groups (a group with a pinned layer stays off)."""
+    free = [run for run in model.runs if not any(n in pinned for n in run.layers)]
+    for combo in itertools.product((False, True), repeat=len(free)):
+        tp = {run.name: False for run in model.runs}
+        tp.update(zip((r.name for r in free), combo))
+        yield tp
 
 
 class _Planner:
@@ -74,6 +94,11 @@ class _Planner:
     # --- states: (type, DySM factor, input kept) ------------------------------------------------
     def state(self, p: int, f: int, r: int) -> int:
         return (p * self.F + f) * 2 + r
+
+    @property
+    def state_type(self) -> np.ndarray:
+        """State -> position of its type in the model's types."""
+        return np.repeat(np.arange(self.P), self.F * 2)
 
     def _layer(self, name: str) -> dict:
         model = self.model
@@ -134,7 +159,7 @@ class _Planner:
         return {"cost": float(total[best]), "picks": picks if np.isfinite(total[best]) else None, "options": options}
 
     # --- the chain DP -------------------------------------------------------------------------
-    def plan(self, tp: dict[str, bool]) -> np.ndarray:
+    def plan(self, tp: dict[str, bool], pinned: dict[str, str] | None = None) -> np.ndarray:
         model = self.model
         graph = model.graph.graph
         on = [run for run in model.runs if tp[run.name]]
@@ -153,6 +178,9 @@ class _Planner:
                 node_cost[i] = np.where(np.arange(self.S) == 0, self.groups[n]["cost"], np.inf)
             else:
                 node_cost[i] = self.layer_tables[n]["cost"][:, 0].copy()
+                if pinned and n in pinned:  # other types forbidden
+                    keep = self.state_type == model.ptypes.index(pinned[n])
+                    node_cost[i] = np.where(keep, node_cost[i], np.inf)
         for u, v in view.edges:
             edge_cost[index[u], index[v]] = self._edge(u, v, member, g)
         _, states = solve(*view.for_solver(index), node_cost, edge_cost)
@@ -162,7 +190,7 @@ class _Planner:
         model, S = self.model, self.S
         if u == SOURCE:
             return np.zeros((S, S))
-        p_of = np.repeat(np.arange(self.P), self.F * 2)  # state -> type position
+        p_of = self.state_type
         f_of = np.tile(np.repeat(np.arange(self.F), 2), self.P)
         r_of = np.tile(np.arange(2), self.P * self.F)
         types = model.ptype_index

@@ -40,6 +40,7 @@ class Phase:
     batch: int
     load_cycles: int  # cycles to load a block into the PE array (hidden by a stream at least this long)
     skip_first_bwd: bool = True  # a layer fed by the network input needs no input error (note §4.4a)
+    bwd_rotation_overlapped: bool = False  # Fig. 5: BWD rotation not overlapped; Fig. 13 shows it overlapped
 
 
 class LayerModel:
@@ -118,16 +119,17 @@ class LayerModel:
         else:
             resident, write_back, aux = (False, out_res, weights_res), False, 0.0
             traffic = np.where(weights_res | (reps == 1), 1.0, (2.0 * reps - 1.0) / reps)
+        exposed = pass_ == "bwd" and not phase.bwd_rotation_overlapped
         cost = pass_cost(layer, pass_, core, tiles, split, hw, load_cycles=phase.load_cycles, resident=resident,
-                         write_back=write_back, output_traffic=traffic, reserved=reserved, rotation=rot,
-                         aux_accesses=aux)
+                         write_back=write_back, output_traffic=traffic, reserved=reserved,
+                         rotation=Rotation() if exposed else rot, aux_accesses=aux)
         zero = 0.0 * cost.ovl
         parts = {
             "mac": self.ideal + zero,
             "underuse": reps * cost.pri - self.ideal,
             "visible": reps * (cost.ovl - cost.pri),
             "psum": reps * cost.psum,
-            "rotation": (reps * rot.exposed + zero) if pass_ == "bwd" else zero,
+            "rotation": (reps * rot.exposed + zero) if exposed else zero,
             "gradient": (self.gradients[ptype] + zero) if pass_ == "upd" else zero,
             "weights": np.where(weights_res & ~preloaded, self.kernel_bytes(chip) / hw.hbm_effective, 0.0) + zero,
             "aux": reps * cost.aux + zero,

@@ -83,6 +83,7 @@ class DSMCostModel:
         core_splits: list[dict[str, int]] | None = None,
         array_load_cycles: Annotated[int, Ge(0)] | None = None,
         skip_first_bwd: bool = True,
+        bwd_rotation: Literal["exposed", "overlapped"] = "exposed",
     ) -> None:
         """Options (defaults: the paper's full DSM; every open point a named choice, note §7):
 
@@ -97,7 +98,8 @@ class DSMCostModel:
         splits such as ``[{ij = 32}, {in = 4, out = 8}]`` (each must multiply to the cores per
         chip). ``array_load_cycles`` cycles to load a block into the PE array, hidden by a stream
         at least that long (default: the array's rows). ``skip_first_bwd``: layers fed by the
-        network input compute no input error.
+        network input compute no input error. ``bwd_rotation``: the BWD pass's rotation of partial
+        outputs is not overlapped with compute (Fig. 5, default) or is (as Fig. 13 draws it, note §7.10).
         """
         if len(system.kinds()) != 1:
             raise OptmapError("the dsm cost model needs one kind of chip on the torus; the system mixes "
@@ -108,7 +110,7 @@ class DSMCostModel:
         self.torus = Torus.of(system)
         self.training = workload.phase == "training"
         loads = hw.array_rows if array_load_cycles is None else array_load_cycles
-        self.phase = Phase(self.training, workload.batch, loads, skip_first_bwd)
+        self.phase = Phase(self.training, workload.batch, loads, skip_first_bwd, bwd_rotation == "overlapped")
         self.graph = build_graph(workload)
         self.toggles = dict(hybrid=hybrid, mem_opt=mem_opt, dysm=dysm, timestep_pipelining=timestep_pipelining,
                             weight_preload=weight_preload)

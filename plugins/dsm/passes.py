@@ -182,7 +182,7 @@ def pass_cost(
         capacity = capacity + np.where(kept, whole, 2 * piece)
     ovl_mem = np.maximum(np.maximum(hbm / hw.hbm_effective, ring / hw.ring_bandwidth), port / hw.spad_bandwidth)
     busy = np.maximum(pri, ovl_mem)
-    ovl = rotation.overlapped(busy) if pass_ != "bwd" else busy
+    ovl = rotation.overlapped(busy)
 
     # PartialSumAcc: reduce-scatter of partial outputs among the cores sharing an output tile
     group = _prod(split, [k for k in range(5) if k not in out_dims])

@@ -14,7 +14,7 @@ scores every candidate of the design space.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class TableBuilder:
     model: object
     prune: str = "paper"
     counter: Counter = field(default_factory=Counter)
+    cache: dict = field(default_factory=dict)  # identical layers (repeated blocks) are scored once
 
     @property
     def dtype(self):
@@ -90,6 +91,14 @@ class TableBuilder:
              fork=False) -> PassBest:
         """Score the grid (residency combos x splits x tile levels) of one pass and keep the minima."""
         combos = np.asarray(combos, bool).reshape(-1, 3)
+        same = replace(lm.layer, name="", producers=(), from_input=False)
+        key = (same, lm.torus, pass_, int(ptype), int(dysm), combos.tobytes(), bool(np.any(preloaded)),
+               float(reserved), bool(fork))
+        if key not in self.cache:
+            self.cache[key] = self._best(lm, pass_, ptype, dysm, combos, preloaded, reserved, fork)
+        return self.cache[key]
+
+    def _best(self, lm, pass_, ptype, dysm, combos, preloaded, reserved, fork) -> PassBest:
         projected = combos & RELEVANT[pass_]  # flags this pass depends on; score each distinct projection once
         keys = [tuple(row) for row in projected]
         distinct = list(dict.fromkeys(keys))
