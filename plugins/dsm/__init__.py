@@ -13,9 +13,7 @@ from optmap.hookspecs import hookimpl
 
 @hookimpl
 def optmap_register_accelerators(register):
-    from optmap.plugins.dsm.chip import build_dsm_chip
-
-    register("dsm-chip", build_dsm_chip())
+    register("dsm-chip", "optmap.plugins.dsm.chip:build_dsm_chip")  # a factory: every Fig. 10 chip option
 
 
 @hookimpl

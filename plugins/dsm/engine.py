@@ -23,11 +23,11 @@ import numpy as np
 
 from optmap.chain_dp import solve
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from .chipcomm import stage_transfer
 from .evaluation import PIPE, relayout_table
-from .model import DSMCostModel
+from .model import DSM_TABLES, DSMCostModel
 from .passes import tensor_size
 from .pipelining import contract
 from .plans import pinned_types
@@ -37,10 +37,11 @@ from .view import SOURCE, chain_view
 PRELOAD_FRACTIONS = tuple(k / 8 for k in range(9))  # shares of the scratchpad tried for preloaded weights
 
 
-class DSMSearch:
+class DSMSearch(SearchEngine):
     """DeepSpatialMatrix: pruned enumeration of splits and tiles per layer and pass, then a chain DP."""
 
-    requires = frozenset({"dsm_tables"})
+    requires = frozenset({DSM_TABLES})
+    accepts = (DSMCostModel,)
 
     def __init__(self, *, prune: Literal["paper", "none"] = "paper", pin: dict[str, str] | None = None) -> None:
         """``prune = "paper"``: least-imbalance core splits and smallest reduction tiles (§II-E);
@@ -53,8 +54,6 @@ class DSMSearch:
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = evaluator.cost_model
-        if not isinstance(model, DSMCostModel):
-            raise OptmapError("the dsm engine plans DSM's formulation; use [cost] model = \"dsm\"")
         pinned = pinned_types(model, self.pin)
         builder = TableBuilder(model, self.prune)
         plans = []
@@ -140,7 +139,7 @@ class _Planner:
                 tabs = {pass_: self.builder.best(sm, pass_, int(p), 1, combos, preloaded=name in self.preloaded,
                                                  reserved=self.reserved) for pass_ in sm.passes}
                 for j, (_, _, w) in enumerate(combos):
-                    step = np.array([tabs[ps].per_step[j] + transfer for ps in sm.passes])
+                    step = np.array([max(tabs[ps].per_step[j], transfer) for ps in sm.passes])
                     once = sum(tabs[ps].total[j] - tabs[ps].per_step[j] for ps in sm.passes)
                     mine.append((pi, int(w), step, once, {ps: (tabs[ps], j) for ps in sm.passes}))
             options.append(mine)

@@ -95,7 +95,7 @@ def score(model, X: np.ndarray, detail: bool = False):
     rows = decode(model, X)
     graph = model.graph
     tp_on = {run: np.rint(X[:, c]) == 1 for run, c in model.tp_vars.items()}
-    member = {name: tp_on[run.name] if name in model.run_of else np.zeros(m, bool) for name in rows}
+    member = {name: tp_on[model.run_of[name].name] if name in model.run_of else np.zeros(m, bool) for name in rows}
     reserved = preload_bytes(model, rows)
     feasible = np.ones(m, bool)
     cats = {c: np.zeros(m) for c in CATEGORIES}
@@ -162,9 +162,10 @@ def _pipe_group(model, run, rows, reserved, on, cats, layers) -> np.ndarray:
             parts = sm.evaluate(pass_, r.par, 1, r.split[pass_], r.level[pass_], weights_res=r.wreuse,
                                 preloaded=r.preload, reserved=reserved)
             ok &= parts["capacity"] <= hw.spad_bytes
-            parts["pipeline"] = parts.get("pipeline", 0.0) + transfer
+            step = sum(parts[c] for c in PER_STEP if c in parts)
+            parts["pipeline"] = np.maximum(0.0, transfer - step)  # double-buffered: only its excess shows
             parts_of[name][pass_] = parts
-            stage[name, pass_] = sum(parts[c] for c in PER_STEP if c in parts)
+            stage[name, pass_] = step + parts["pipeline"]
     passes = model.stage_models[run.layers[0]].passes
     slowest = {p: np.max([stage[n, p] for n in run.layers], axis=0) for p in passes}
     for name, rows_share in zip(run.layers, run.rows):
@@ -181,5 +182,5 @@ def _pipe_group(model, run, rows, reserved, on, cats, layers) -> np.ndarray:
                 cats[c] += out[c]
             out["capacity"] = parts["capacity"]
             for c, value in out.items():
-                layers[name][pass_][c] = np.where(on, value, layers[name][pass_][c])
+                layers[name][pass_][c] = np.where(on, value, layers[name][pass_].get(c, 0.0))
     return ok

@@ -7,9 +7,9 @@ Every contraction of the common workload IR becomes one :class:`PrimaryLayer`:
 * ``lstm``    ij = kij = 1, ``timesteps`` = T, in = H_in + H (each step reads the previous
   layer and its own previous step, §II-A), out = 4H gates (x2 directions when bidirectional;
   2 x 4H x (H + H) = 16.78 MFLOP per step and sample for H = 1024, note §2.1);
-* ``attention`` one query step per timestep against ``source_steps`` keys: in = H, out = the
-  source length, two products (scores and context), with a per-sample "kernel" (the encoder
-  outputs: no weight gradient, no gradient reduction).
+* ``attention`` every query step (ij) against the source steps: in = H, out = the source length,
+  two products (scores and context), with a per-sample "kernel" (the encoder outputs: no weight
+  gradient, no gradient reduction).
 
 Every other op is auxiliary work on the special function processors of the layer whose output it
 consumes (its *owner*, found through its first input): activations, bias, residual add (the
@@ -167,10 +167,10 @@ def _primary(layer: Layer) -> dict:
         return dict(kind="lstm", n_in=h_in + hidden, n_out=4 * hidden * dirs, n_ij=1, n_kij=1, timesteps=steps,
                     recurrent=True, pipelinable=dirs == 1, aux_fwd=LSTM_CELL_FWD * hidden * dirs,
                     aux_bwd=LSTM_CELL_BWD * hidden * dirs)
-    if op == "attention":
+    if op == "attention":  # all query steps at once: the queries do not depend on the attention's output
         (steps, hidden), (source, _) = layer.in_shapes[0], layer.in_shapes[1]
-        return dict(kind="attention", n_in=hidden, n_out=source, n_ij=1, n_kij=1, timesteps=steps, repeats=2,
-                    shared_kernel=False, aux_fwd=4.0 * source, aux_bwd=4.0 * source)  # softmax over the source
+        return dict(kind="attention", n_in=hidden, n_out=source, n_ij=steps, n_kij=1, in_ij=steps, repeats=2,
+                    shared_kernel=False, aux_fwd=4.0 * source * steps, aux_bwd=4.0 * source * steps)  # softmax
     raise AssertionError(op)
 
 

@@ -29,7 +29,7 @@ from typing import Annotated, Literal
 import numpy as np
 from annotated_types import Ge
 
-from optmap.cost import BATCH, CostReport
+from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
 from optmap.system import System
@@ -61,11 +61,13 @@ class LayerVars:
     tiles: dict[str, tuple[int, int, int, int]]
 
 
-class DSMCostModel:
+class DSMCostModel(CostModel):
     """DeepSpatialMatrix (IBM): per layer and pass, parallelism, core and PE-array splits, reuse, DySM, pipelining."""
 
     capabilities = frozenset({BATCH, DSM_TABLES})
     metrics = ("time", "throughput", "utilization", *CATEGORIES)
+    senses = {"throughput": "max", "utilization": "max"}
+    formulation = "DeepSpatialMatrix (cost model dsm)"
 
     def __init__(
         self,

@@ -7,9 +7,11 @@ Decisions recorded here ([R], note §5.4 and §7.16):
 * Chips are allocated "based on their OPS complexity" (§III-D) in whole X rings (rows of M chips),
   so every stage is an M x rows sub-torus: rows proportional to the layer's MACs, largest
   remainder, at least one row each (a group needs at least as many rows as layers).
-* A stage takes one timestep's time on its sub-torus plus sending its output to the next stage
-  over the M chips' Y links at the boundary; the group runs ``(T + g - 1) x`` the slowest stage
-  per pass (fill and drain); gradient reductions and one-off weight transfers follow, per layer.
+* A stage takes one timestep's time on its sub-torus; sending its output to the next stage over
+  the M chips' Y links at the boundary is double-buffered (overlapped with the next step, like
+  every output write, §II-D), so only its excess over the step shows; the group runs
+  ``(T + g - 1) x`` the slowest stage per pass (fill and drain); gradient reductions and one-off
+  weight transfers follow, per layer.
 * Entering and leaving a group re-lays the activations out (every axis changes, Fig. 5 relayout).
 """
 

@@ -29,8 +29,22 @@ def _infeasible_reason(model, rows, layers) -> str:
     return "infeasible"
 
 
+def _decision_keys(model) -> list[str]:
+    """The per-layer columns this model has, in a fixed order."""
+    used = {p for m in model.models.values() for p in m.passes}
+    keys = ["parallelism", *(f"{p} split" for p in ("fwd", "bwd", "upd") if p in used)]
+    for key, attr in (("reuse", "reuse"), ("weights held", "wreuse"), ("preload", "preload"), ("dysm", "dysm")):
+        if any(getattr(v, attr) is not None for v in model.vars.values()):
+            keys.append(key)
+    return keys + ["util"]
+
+
+def _tile(tiles) -> str:
+    return ".".join(f"{d}{int(np.ravel(t)[0])}" for d, t in zip(DIMS, tiles))
+
+
 def report(model, mapping) -> CostReport:
-    """Metrics, one row per layer and a JSON plan with every pass's breakdown."""
+    """Metrics, one row per layer, the per-pass breakdown table (Fig. 13) and a JSON plan."""
     X = mapping.array[None]
     metrics, layers, relayouts = score(model, X, detail=True)
     rows = decode(model, X)
@@ -38,23 +52,31 @@ def report(model, mapping) -> CostReport:
     values = {k: float(v[0]) for k, v in metrics.items()}
     tp = {run.name: bool(round(X[0, c])) for run, c in zip(model.runs, model.tp_vars.values())}
     member = {n: (run, rows_) for run in model.runs if tp[run.name] for n, rows_ in zip(run.layers, run.rows)}
-    table, plan_layers = [], {}
+    keys = _decision_keys(model)
+    table, plan_layers, pass_rows = [], {}, []
     for layer in model.graph.layers:
         name, r, v = layer.name, rows[layer.name], model.vars[layer.name]
         ptype = PTYPES[int(r.par[0])]
-        decisions = {"parallelism": ptype if name not in member else f"{ptype} on {member[name][1]} rows (pipe)"}
-        passes = {}
+        decisions = dict.fromkeys(keys, "-")
+        decisions["parallelism"] = ptype if name not in member else f"{ptype} on {member[name][1]} rows (pipe)"
         lm = model.stage_models[name] if name in member else model.models[name]
+        relayout = float(np.ravel(relayouts.get(name, 0.0))[0])
+        shares = {p: (0.5 if model.training and p in ("fwd", "bwd") and "bwd" in layers[name] else
+                      1.0 if p == "fwd" and "bwd" not in layers[name] else 0.0) for p in layers[name]}
+        passes = {}
         for pass_, parts in layers[name].items():
-            split = [int(s[0]) for s in r.split[pass_]]
+            split = [int(sv[0]) for sv in r.split[pass_]]
             decisions[f"{pass_} split"] = label(split)
             _, _, tiles = lm.work(r.par, r.dysm, r.split[pass_], r.level[pass_])
-            passes[pass_] = {
-                "split": dict(zip(DIMS, split)),
-                "tile": dict(zip(DIMS, (int(np.ravel(t)[0]) for t in tiles))),
-                "seconds": {c: float(np.ravel(parts[c])[0]) for c in CATEGORIES if c in parts},
-                "scratchpad_bytes": float(np.ravel(parts["capacity"])[0]),
-            }
+            seconds = {c: float(np.ravel(parts[c])[0]) for c in CATEGORIES if c in parts}
+            seconds["relayout"] = seconds.get("relayout", 0.0) + relayout * shares[pass_]
+            passes[pass_] = {"split": dict(zip(DIMS, split)), "tile": dict(zip(DIMS, (int(np.ravel(t)[0]) for t in tiles))),
+                             "seconds": seconds, "scratchpad_bytes": float(np.ravel(parts["capacity"])[0])}
+            total = sum(seconds.values())
+            pass_rows.append({"layer": name, "pass": pass_, "split": label(split), "tile": _tile(tiles),
+                              **{f"{c} s": seconds.get(c, 0.0) for c in CATEGORIES}, "total s": total,
+                              "util": seconds["mac"] / total if total > 0 else 0.0,
+                              "scratchpad MB": passes[pass_]["scratchpad_bytes"] / 2**20})
         for key, column, value in (("reuse", v.reuse, r.reuse), ("weights held", v.wreuse, r.wreuse),
                                    ("preload", v.preload, r.preload)):
             if column is not None:
@@ -62,12 +84,13 @@ def report(model, mapping) -> CostReport:
         if v.dysm is not None:
             decisions["dysm"] = int(r.dysm[0])
         seconds = {c: sum(p["seconds"].get(c, 0.0) for p in passes.values()) for c in CATEGORIES}
-        seconds["relayout"] += float(np.ravel(relayouts.get(name, 0.0))[0])
         total = sum(seconds.values())
         decisions["util"] = round(seconds["mac"] / total, 3) if total > 0 else 0.0
         table.append(LayerCost(name=name, compute=sum(seconds[c] for c in COMPUTE),
                                communication=total - sum(seconds[c] for c in COMPUTE), decisions=decisions))
         plan_layers[name] = {"parallelism": ptype, "decisions": decisions, "passes": passes, "seconds": seconds}
+    groups = [{"group": run.name, "layers": ", ".join(run.layers), "rows per stage": " ".join(map(str, run.rows)),
+               "on": "Y" if tp[run.name] else "N"} for run in model.runs]
     plan = {
         "layers": plan_layers,
         "pipe_groups": [{"layers": list(run.layers), "rows": list(run.rows), "on": tp[run.name]} for run in model.runs],
@@ -77,5 +100,6 @@ def report(model, mapping) -> CostReport:
                    "peak_flops": model.peak_flops, "cores_per_chip": model.hw.cores,
                    "scratchpad_bytes": model.hw.spad_bytes},
     }
+    tables = {"per pass (Fig. 13)": pass_rows, **({"pipe groups": groups} if groups else {})}
     reason = "" if feasible else _infeasible_reason(model, rows, layers)
-    return CostReport(metrics=values, feasible=feasible, reason=reason, layers=tuple(table), plan=plan)
+    return CostReport(metrics=values, feasible=feasible, reason=reason, layers=tuple(table), plan=plan, tables=tables)
