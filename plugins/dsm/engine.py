@@ -35,6 +35,7 @@ from .tables import TableBuilder, residency_combos
 from .view import SOURCE, chain_view
 
 PRELOAD_FRACTIONS = tuple(k / 8 for k in range(9))  # shares of the scratchpad tried for preloaded weights
+ALL_PASSES = ("fwd", "bwd", "upd")
 
 
 class DSMSearch(SearchEngine):
@@ -54,12 +55,17 @@ class DSMSearch(SearchEngine):
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = evaluator.cost_model
-        pinned = pinned_types(model, self.pin)
-        builder = TableBuilder(model, self.prune)
+        fixed = evaluator.space.pinned  # [fix] / --fix
+        types = {n.rsplit(":", 1)[0]: v for n, v in fixed.items() if n.endswith(":par")}
+        clash = [n for n in types if n in self.pin and pinned_types(model, {n: self.pin[n]})[n] != types[n]]
+        if clash:
+            raise OptmapError(f"layer '{clash[0]}': [search.dsm] pin and [fix] give it different parallelism types")
+        pinned = pinned_types(model, {**self.pin, **types})
+        builder = TableBuilder(model, self.prune, pins=_grid_pins(model, fixed))
         plans = []
-        for reserved, preloaded in _preload_sets(model, builder):
-            planner = _Planner(model, builder, reserved, preloaded)
-            for combo in _pipe_combos(model, pinned):
+        for reserved, preloaded in _preload_sets(model, builder, fixed):
+            planner = _Planner(model, builder, reserved, preloaded, fixed)
+            for combo in _pipe_combos(model, pinned, fixed):
                 plans.append(planner.plan(combo, pinned))
         evaluator.evaluate(np.array(plans))
         return {"prune": self.prune, "candidates_scored": builder.counter.scored, "plans_scored": len(plans)}
@@ -71,20 +77,41 @@ def plan_vector(model: DSMCostModel, types: dict[str, str], prune: str = "paper"
     return planner.plan({run.name: False for run in model.runs}, pinned_types(model, types))
 
 
-def _pipe_combos(model: DSMCostModel, pinned: dict[str, str]):
-    """Every on/off setting of the pipe groups (a group with a pinned layer stays off)."""
-    free = [run for run in model.runs if not any(n in pinned for n in run.layers)]
-    for combo in itertools.product((False, True), repeat=len(free)):
-        tp = {run.name: False for run in model.runs}
-        tp.update(zip((r.name for r in free), combo))
-        yield tp
+def _pipe_combos(model: DSMCostModel, pinned: dict[str, str], fixed: dict):
+    """Every on/off setting of the pipe groups (a group with a pinned type stays off unless [fix] says on)."""
+    choices = []
+    for run in model.runs:
+        if f"tp:{run.name}" in fixed:
+            choices.append((fixed[f"tp:{run.name}"] == "Y",))
+        else:
+            choices.append((False,) if any(n in pinned for n in run.layers) else (False, True))
+    for combo in itertools.product(*choices):
+        yield {run.name: on for run, on in zip(model.runs, combo)}
+
+
+def _grid_pins(model: DSMCostModel, fixed: dict) -> dict:
+    """[fix] values of splits and tile levels, per (layer, pass), as the table builder wants them."""
+    out: dict = {}
+    for name, value in fixed.items():
+        parts = name.split(":")
+        if len(parts) != 3:
+            continue
+        layer, pass_, what = parts
+        entry = out.setdefault((layer, pass_), {})
+        if what == "split":
+            entry["split"] = model.split_labels.index(value)
+        else:
+            entry[("in", "out", "ij", "mb").index(what)] = int(value)
+    return out
 
 
 class _Planner:
     """Tables and DP for one preload set."""
 
-    def __init__(self, model: DSMCostModel, builder: TableBuilder, reserved: float, preloaded: frozenset) -> None:
+    def __init__(self, model: DSMCostModel, builder: TableBuilder, reserved: float, preloaded: frozenset,
+                 fixed: dict | None = None) -> None:
         self.model, self.builder, self.reserved, self.preloaded = model, builder, reserved, preloaded
+        self.fixed = fixed or {}
         self.P, self.F = len(model.ptypes), len(model.factors)
         self.S = self.P * self.F * 2
         self.layer_tables = {layer.name: self._layer(layer.name) for layer in model.graph.layers}
@@ -105,7 +132,11 @@ class _Planner:
         consumer = graph.reuse_consumer(name)
         can_out = consumer is not None and model.vars[consumer].reuse is not None
         combos = residency_combos(v.reuse is not None, can_out, v.wreuse is not None)
+        if f"{name}:wreuse" in self.fixed:
+            combos = [c for c in combos if c[2] == (self.fixed[f"{name}:wreuse"] == "Y")]
         factors = [fi for fi in range(self.F) if v.dysm is not None or fi == 0]
+        if f"{name}:dysm" in self.fixed:
+            factors = [model.factors.index(int(self.fixed[f"{name}:dysm"]))]
         fork = graph.graph.out_degree(name) > 1
         best = {}
         for pi, p in enumerate(model.ptype_index):
@@ -134,12 +165,14 @@ class _Planner:
             sm, v = model.stage_models[name], model.vars[name]
             transfer = stage_transfer(model.torus, sm.layer.out_elements * model.phase.batch * model.hw.element_bytes)
             combos = residency_combos(False, False, v.wreuse is not None)
+            if f"{name}:wreuse" in self.fixed:
+                combos = [c for c in combos if c[2] == (self.fixed[f"{name}:wreuse"] == "Y")]
             mine = []
             for pi, p in enumerate(model.ptype_index):
                 tabs = {pass_: self.builder.best(sm, pass_, int(p), 1, combos, preloaded=name in self.preloaded,
                                                  reserved=self.reserved) for pass_ in sm.passes}
-                for j, (_, _, w) in enumerate(combos):
-                    step = np.array([max(tabs[ps].per_step[j], transfer) for ps in sm.passes])
+                for j, (_, _, w) in enumerate(combos):  # a stage without a pass (no BWD) waits 0 in it
+                    step = np.array([max(tabs[ps].per_step[j], transfer) if ps in tabs else 0.0 for ps in ALL_PASSES])
                     once = sum(tabs[ps].total[j] - tabs[ps].per_step[j] for ps in sm.passes)
                     mine.append((pi, int(w), step, once, {ps: (tabs[ps], j) for ps in sm.passes}))
             options.append(mine)
@@ -177,6 +210,8 @@ class _Planner:
                 node_cost[i] = np.where(np.arange(self.S) == 0, self.groups[n]["cost"], np.inf)
             else:
                 node_cost[i] = self.layer_tables[n]["cost"][:, 0].copy()
+                if f"{n}:reuse" in self.fixed:  # [fix]: only the states with that reuse flag
+                    node_cost[i][np.arange(self.S) % 2 != int(self.fixed[f"{n}:reuse"] == "Y")] = np.inf
                 if pinned and n in pinned:  # other types forbidden
                     keep = self.state_type == model.ptypes.index(pinned[n])
                     node_cost[i] = np.where(keep, node_cost[i], np.inf)
@@ -256,23 +291,24 @@ def _set_pass(x: np.ndarray, v, pass_: str, pb, j: int) -> None:
         x[column] = level
 
 
-def _preload_sets(model: DSMCostModel, builder: TableBuilder):
-    """(reserved bytes per core, preloaded layers) to plan with: none, then the paper's sweep (§III-B2)."""
-    layers = [layer for layer in model.graph.layers if model.vars[layer.name].preload is not None]
-    yield 0.0, frozenset()
-    if not layers:
-        return
+def _preload_sets(model: DSMCostModel, builder: TableBuilder, fixed: dict):
+    """(reserved bytes per core, preloaded layers) to plan with: none, then the paper's sweep (§III-B2).
+
+    Layers [fix]ed to Y are in every set, layers fixed to N in none."""
+    always = [n for n in model.vars if fixed.get(f"{n}:preload") == "Y"]
+    layers = [layer for layer in model.graph.layers if model.vars[layer.name].preload is not None
+              and f"{layer.name}:preload" not in fixed]
     gains, need = {}, {}
     for layer in layers:
         lm = model.models[layer.name]
         gains[layer.name] = _best_cost(builder, lm, False) - _best_cost(builder, lm, True)
-        chip = lm.chip_work(0, 1)
-        core = [np.ceil(c / s) for c, s in zip(chip, model.splits.T.astype(float))]
-        need[layer.name] = float(np.min(tensor_size(layer, "K", core))) * model.hw.element_bytes
+        need[layer.name] = _need(model, layer.name)
+    base = sum(need.get(n, _need(model, n)) for n in always)
+    yield base, frozenset(always)
     order = sorted((n for n in gains if gains[n] > 0), key=lambda n: -gains[n])
-    seen = set()
+    seen = {frozenset(always)}
     for fraction in PRELOAD_FRACTIONS[1:]:
-        chosen, used = [], 0.0
+        chosen, used = list(always), base
         for name in order:
             if used + need[name] <= fraction * model.hw.spad_bytes:
                 chosen.append(name)
@@ -294,3 +330,10 @@ def _kept_extra(cost: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         extra = cost[:, 1] - cost[:, 0]
     return np.where(np.isfinite(cost[:, 1]), extra, np.inf)
+
+
+def _need(model: DSMCostModel, name: str) -> float:
+    """Scratchpad bytes per core of a layer's weights under its least replicating split."""
+    lm = model.models[name]
+    core = [np.ceil(c / s) for c, s in zip(lm.chip_work(0, 1), model.splits.T.astype(float))]
+    return float(np.min(tensor_size(lm.layer, "K", core))) * model.hw.element_bytes

@@ -166,11 +166,12 @@ def _pipe_group(model, run, rows, reserved, on, cats, layers) -> np.ndarray:
             parts["pipeline"] = np.maximum(0.0, transfer - step)  # double-buffered: only its excess shows
             parts_of[name][pass_] = parts
             stage[name, pass_] = step + parts["pipeline"]
-    passes = model.stage_models[run.layers[0]].passes
-    slowest = {p: np.max([stage[n, p] for n in run.layers], axis=0) for p in passes}
+    passes = {p for n in run.layers for p in model.stage_models[n].passes}
+    slowest = {p: np.max([stage[n, p] for n in run.layers if (n, p) in stage], axis=0) for p in passes}
+    held = {p: sum(r for n, r in zip(run.layers, run.rows) if (n, p) in stage) for p in passes}
     for name, rows_share in zip(run.layers, run.rows):
-        share = fill * rows_share / torus.n  # the group's time, split by the chips each stage holds
-        for pass_ in passes:
+        for pass_ in model.stage_models[name].passes:
+            share = fill * rows_share / held[pass_]  # the group's time, split by the chips each stage holds
             parts = parts_of[name][pass_]
             parts["pipeline"] = parts["pipeline"] + slowest[pass_] - stage[name, pass_]  # waiting for the slowest
             out = {}

@@ -52,6 +52,7 @@ class TableBuilder:
     prune: str = "paper"
     counter: Counter = field(default_factory=Counter)
     cache: dict = field(default_factory=dict)  # identical layers (repeated blocks) are scored once
+    pins: dict = field(default_factory=dict)  # (layer, pass) -> {"split": row, TILED index: level} from [fix]
 
     @property
     def dtype(self):
@@ -91,7 +92,8 @@ class TableBuilder:
              fork=False) -> PassBest:
         """Score the grid (residency combos x splits x tile levels) of one pass and keep the minima."""
         combos = np.asarray(combos, bool).reshape(-1, 3)
-        same = replace(lm.layer, name="", producers=(), from_input=False)
+        pins = self.pins.get((lm.layer.name, pass_))
+        same = replace(lm.layer, name="" if pins is None else lm.layer.name, producers=(), from_input=False)
         key = (same, lm.torus, pass_, int(ptype), int(dysm), combos.tobytes(), bool(np.any(preloaded)),
                float(reserved), bool(fork))
         if key not in self.cache:
@@ -109,6 +111,10 @@ class TableBuilder:
         chip = lm.chip_work(ptype, dysm)
         rows = self.splits(lm, chip, bool(np.any(preloaded)))
         levels = self.levels(lm, chip, pass_)
+        pins = self.pins.get((lm.layer.name, pass_), {})
+        if "split" in pins:
+            rows = np.array([pins["split"]])
+        levels = [np.array([pins[j]]) if j in pins else v for j, v in enumerate(levels)]
         n_combo = len(combos)
         grid = int(np.prod([len(v) for v in levels]))
         chunk = max(1, GRID_LIMIT // max(1, grid * n_combo))

@@ -100,3 +100,49 @@ def test_named_plans_are_feasible_and_no_better_than_the_engine():
     times = model.evaluate_batch(np.array([p.array for p in plans.values()]))["time"]
     assert np.isfinite(times).all() and times.min() >= best(model, DSMSearch()) * (1 - 1e-12)
     assert plans["owt"]["conv1:par"] == "Data" and plans["owt"]["fc:par"] == "Model"
+
+
+def test_pins_are_honoured_and_the_rest_is_optimal():
+    fixes = ["fc:par=Data", "conv2:fwd:split=in16.mb2", "conv2:reuse=N", "conv1:upd:mb=0"]
+    problem = load(SMALL, ["cost.dysm=false"], fixes=fixes)
+    dsm = solve(problem, engine="dsm", options={"prune": "none"})
+    brute = solve(problem, engine="exhaustive")
+    assert dsm.values["time"] == pytest.approx(brute.values["time"], rel=1e-12)
+    chosen = dsm.best.as_dict()
+    assert chosen["fc:par"] == "Data" and chosen["conv2:fwd:split"] == "in16.mb2" and chosen["conv2:reuse"] == "N"
+
+
+def _lstm_chain(layers: int, shape: list[int], **options) -> DSMCostModel:
+    from optmap.plugins.zoo.recurrent import LSTM
+
+    b = WorkloadBuilder("lstms", (4, 64))
+    x = "input"
+    for i in range(layers):
+        x = b.op(LSTM(), x, (4, 64), name=f"lstm{i + 1}")
+    system = dsm_torus([GroupSpec(build_dsm_chip(), shape[0] * shape[1])], shape=shape)
+    return DSMCostModel(b.build(32, "fp16"), system, core_splits=[{"out": 32}], tile_levels=1, **options)
+
+
+def test_pipe_groups_are_planned_exactly():
+    # three LSTMs on a 2 x 4 torus form one pipe group (rows 2, 1, 1); brute force over 4,096 mappings
+    model = _lstm_chain(3, [2, 4])
+    assert [run.rows for run in model.runs] == [(2, 1, 1)]
+    assert model.space.size == 4 * 2 * (4 * 2 * 2) ** 2 * 2
+    assert best(model, DSMSearch(prune="none")) == pytest.approx(exhaustive(model), rel=1e-12)
+
+
+def test_a_pipe_group_costs_fill_times_its_slowest_stage():
+    from optmap.plugins.dsm.engine import _Planner
+    from optmap.plugins.dsm.tables import TableBuilder
+
+    model = _lstm_chain(3, [2, 4])
+    planner = _Planner(model, TableBuilder(model, "none"), 0.0, frozenset())
+    group = planner.groups["lstm1"]
+    picked = [opts[k] for opts, k in zip(group["options"], group["picks"])]
+    # (T + g - 1) = 4 + 3 - 1 steps of the slowest stage, per pass (§III-D), plus the one-off terms
+    by_hand = 6 * np.max([o[2] for o in picked], axis=0).sum() + sum(o[3] for o in picked)
+    assert group["cost"] == pytest.approx(by_hand, rel=1e-12)
+    x = planner.plan({"lstm1": True})
+    report = model.evaluate(model.space.decode(x))  # nothing outside the group: its cost is the time
+    assert report.metrics["time"] == pytest.approx(by_hand, rel=1e-12)
+    assert report.tables["pipe groups"][0]["on"] == "Y"

@@ -64,3 +64,44 @@ def test_ops_dsm_cannot_price_are_one_line_errors():
     b.matmul("input", b.input((16, 4), "keys"), name="qk")
     with pytest.raises(OptmapError, match="cannot price op 'matmul'"):
         build_graph(b.build(4, "fp16"))
+
+
+@pytest.fixture(scope="module")
+def gnmt_ir():
+    from optmap.plugins.zoo import gnmt
+
+    return gnmt(batch=1, dtype="fp16")
+
+
+def test_gnmt_lstm_flops_params_and_structure(gnmt_ir):
+    layers = {layer.name: layer for layer in gnmt_ir.layers()}
+    lstms = [n for n, layer in layers.items() if layer.op == "lstm"]
+    assert len(lstms) == 16 and layers["attention"].op == "attention"
+    # DSM §IV: "~16M FLOPs/layer" = 2 x 4H x (H + H) per timestep and sample for H = 1024 (note §2.1)
+    assert layers["enc3"].flops(1).forward / 128 == 2 * 4 * 1024 * 2048 == 16_777_216
+    # PyTorch nn.LSTM(1024, 1024): weight_ih 4H x H_in, weight_hh 4H x H, two 4H biases
+    assert layers["enc3"].params == 4 * 1024 * (1024 + 1024) + 8 * 1024
+    assert layers["enc1"].params == 2 * (4 * 1024 * 2048 + 8 * 1024)  # bidirectional: two directions
+    # attention: scores and context for 128 x 128 step pairs of 1024 features; no weights
+    attention = layers["attention"].flops(1)
+    assert attention.forward == 2 * 2 * 128 * 128 * 1024 and attention.backward_data == 2 * attention.forward
+    assert attention.weight_grad == 0
+    # residual connections from the third layer up (Wu et al. §3.1): enc3..enc8 and dec3..dec8
+    assert sum(layer.op == "add" for layer in layers.values()) == 12
+
+
+def test_gnmt_as_dsm_layers(gnmt_ir):
+    from optmap.plugins.dsm.pipelining import pipe_runs
+
+    graph = build_graph(gnmt_ir)
+    enc1, enc3, attention = graph.layer("enc1"), graph.layer("enc3"), graph.layer("attention")
+    # §II-A: an LSTM's inputs are its layer input and its own previous output; 4 gates (x2 directions)
+    assert (enc3.n_in, enc3.n_out, enc3.timesteps, enc3.recurrent, enc3.pipelinable) == (2048, 4096, 128, True, True)
+    assert (enc1.n_out, enc1.pipelinable) == (8192, False)  # bidirectional: not pipelinable (§III-D)
+    assert enc3.out_ratio == 0.25  # the cell output h (H) of the 4H gates leaves the layer
+    assert not attention.shared_kernel and attention.n_ij == 128
+    view = chain_view(graph.graph)
+    assert view.nodes[:2] == ("(inputs)", "attention")  # encoder and decoder's first layer are two paths
+    runs = pipe_runs(graph, rows=16)
+    assert [run.layers for run in runs] == [tuple(f"enc{i}" for i in range(2, 9)), tuple(f"dec{i}" for i in range(2, 9))]
+    assert runs[0].rows == (3, 3, 2, 2, 2, 2, 2)  # 16 rows by work: enc2 reads 2H, so it gets a larger share
