@@ -89,6 +89,22 @@ def preload_bytes(model, rows: dict[str, Rows]) -> np.ndarray:
     return total
 
 
+def hbm_bytes(model, rows: dict[str, Rows]) -> np.ndarray:
+    """A chip's HBM footprint (note §7.21): its weights (and, training, their gradients and every layer's
+    stored outputs for the backward passes, spread evenly over the chips)."""
+    e, total = model.hw.element_bytes, 0.0
+    for name, r in rows.items():
+        lm = model.models[name]
+        weights = lm.kernel_bytes(lm.chip_work(r.par, 1))
+        if model.training:
+            layer = lm.layer
+            stored = layer.out_elements * layer.timesteps * model.phase.batch * e / model.torus.chips
+            total = total + 2 * weights + stored
+        else:
+            total = total + weights
+    return np.asarray(total, float)
+
+
 def score(model, X: np.ndarray, detail: bool = False):
     """Metrics per row (and, with ``detail``, the per-layer, per-pass breakdown of every row)."""
     m = len(X)
@@ -128,6 +144,7 @@ def score(model, X: np.ndarray, detail: bool = False):
             ok = _pipe_group(model, run, rows, reserved, on, cats, layers)
             feasible &= ~on | ok
 
+    feasible &= hbm_bytes(model, rows) <= model.hw.hbm_bytes
     relayouts = {}
     for u, v in graph.graph.edges:
         lu = np.where(member[u], PIPE, rows[u].par)

@@ -7,7 +7,7 @@ import numpy as np
 from optmap.cost import CostReport, LayerCost
 
 from .chipcomm import PTYPES
-from .evaluation import decode, score
+from .evaluation import decode, hbm_bytes, score
 from .layercost import CATEGORIES
 from .splits import DIMS, label
 
@@ -23,9 +23,15 @@ def _infeasible_reason(model, rows, layers) -> str:
                         f"{model.hw.spad_bytes / 2**20:.3g} MB (choose deeper tiles, another split or no reuse)")
     for layer in model.graph.layers:
         producer = model.graph.reuse_producer(layer.name)
-        if producer and rows[layer.name].reuse[0]:
+        r = rows[layer.name]
+        if producer and r.reuse[0] and (rows[producer].par[0] != r.par[0] or rows[producer].dysm[0] != r.dysm[0]
+                                        or producer in model.run_of or layer.name in model.run_of):
             return (f"layer '{layer.name}' reuses the output of '{producer}' across a change of parallelism, "
                     f"DySM factor or pipe group (relayout goes through HBM, DSM §III-B1)")
+    need = float(np.max(hbm_bytes(model, rows)))
+    if need > model.hw.hbm_bytes:
+        return (f"a chip needs {need / 1e9:.3g} GB of HBM for weights, gradients and stored activations, it has "
+                f"{model.hw.hbm_bytes / 1e9:.3g} GB (more chips, model parallelism or a smaller minibatch)")
     return "infeasible"
 
 

@@ -144,3 +144,18 @@ def test_more_link_bandwidth_never_slows_a_mapping(small):
 def test_bad_core_splits_are_one_line_errors():
     with pytest.raises(OptmapError, match=r"core_splits\[1\]: the factors ij=8 multiply to 8"):
         load(SMALL, ["cost.core_splits=[{ij = 32}, {ij = 8}]"])
+
+
+def test_hbm_capacity_is_checked(small):
+    from optmap.plugins.dsm.evaluation import decode, hbm_bytes
+
+    x = small.plans()["data-parallel"].array[None]
+    rows = decode(small, x)
+    # by hand, data parallel on 4 chips: every chip holds all weights and their gradients, plus a
+    # quarter of each layer's stored outputs (16 samples, FP16)
+    weights = 16 * 32 * 9 + 32 * 64 * 9 + 4096 * 256
+    outputs = 32 * 16 * 16 + 64 * 8 * 8 + 256
+    assert hbm_bytes(small, rows)[0] == pytest.approx(2 * 2 * weights + outputs * 16 * 2 / 4)
+    tiny = load(SMALL, ["system.groups.0.hbm_gb=0.001"]).cost_model  # a 1 MB HBM cannot hold the 1 M FC weights
+    report = tiny.evaluate(tiny.space.decode(x[0]))
+    assert not report.feasible and "GB of HBM" in report.reason
