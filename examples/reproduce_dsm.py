@@ -17,6 +17,7 @@ import argparse
 import pickle
 from pathlib import Path
 
+from optmap.plugins.dsm.layercost import NON_OVERLAPPED
 from optmap.problem import load
 from optmap.run import solve
 from optmap.search import Budget
@@ -128,7 +129,6 @@ FIG12 = {  # DSM Fig. 12 rows (blank = 1; CONV4_3's split multiplies to 4 only, 
     "CONV5_1": ("Data", "in8.out4", "Y", 4), "FCON1": ("Model", "mb32", "Y", 1),
     "FCON2": ("DataXModelY", "out4.mb8", "Y", 1), "FCON3": ("DataXModelY", "mb32", "Y", 1),
 }
-NON_OVERLAPPED = ("psum", "rotation", "gradient", "weights", "relayout", "pipeline")
 
 
 def table(headers: list[str], rows: list[list]) -> str:

@@ -45,7 +45,7 @@ class LSTM(OpKind):
 
 
 class Attention(OpKind):
-    """Each query step against every source step: scores, softmax, context; output [query; context]."""
+    """Each query step against every source step: scores, softmax, context; outputs query and context side by side."""
 
     name, weighted, channels_first = "attention", True, False
 

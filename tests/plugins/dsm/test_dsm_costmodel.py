@@ -159,3 +159,16 @@ def test_hbm_capacity_is_checked(small):
     tiny = load(SMALL, ["system.groups.0.hbm_gb=0.001"]).cost_model  # a 1 MB HBM cannot hold the 1 M FC weights
     report = tiny.evaluate(tiny.space.decode(x[0]))
     assert not report.feasible and "GB of HBM" in report.reason
+
+
+def test_split_bus_serialises_core_reductions():
+    from dataclasses import replace
+
+    bus = replace(HW, interconnect="split-bus")
+    layer = _fc()
+    core = [np.array([v], float) for v in (256, 1024, 1, 1, 8)]
+    split = [np.array([v], float) for v in (4, 1, 1, 1, 8)]  # groups of 4 cores share an output tile
+    ring = pass_cost(layer, "fwd", core, core, split, HW, load_cycles=32).psum[0]
+    assert ring == pytest.approx(3 / 4 * (1024 * 8 * 2) / 256e9)
+    # [R] the 32 / 4 = 8 groups take turns on the two halves of the bus
+    assert pass_cost(layer, "fwd", core, core, split, bus, load_cycles=32).psum[0] == pytest.approx(ring * 4)

@@ -105,3 +105,11 @@ def test_gnmt_as_dsm_layers(gnmt_ir):
     runs = pipe_runs(graph, rows=16)
     assert [run.layers for run in runs] == [tuple(f"enc{i}" for i in range(2, 9)), tuple(f"dec{i}" for i in range(2, 9))]
     assert runs[0].rows == (3, 3, 2, 2, 2, 2, 2)  # 16 rows by work: enc2 reads 2H, so it gets a larger share
+
+
+def test_graphs_that_are_not_series_parallel_get_one_line():
+    import networkx as nx
+
+    bridge = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "c"), ("b", "d"), ("c", "d")])
+    with pytest.raises(OptmapError, match="series-parallel"):
+        chain_view(bridge)
