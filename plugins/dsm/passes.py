@@ -176,8 +176,10 @@ def pass_cost(
         unique = mine * holders
         stored = whole * holders * write_back
         shared = np.where(holders < cores, unique, unique / 2)  # multicast vs a core's own data
+        # a kept activation or error is re-laid for its consumer; kept weights already sit where they are used
+        relaid = 0.0 if tensor == "K" else _shuffle_link_bytes(whole * holders, cores, hw.interconnect)
         hbm = hbm + np.where(kept, stored, unique)
-        ring = ring + np.where(kept, _shuffle_link_bytes(whole * holders, cores, hw.interconnect) + stored / 2, shared)
+        ring = ring + np.where(kept, relaid + stored / 2, shared)
         port = port + np.where(kept, stored / cores, mine)
         capacity = capacity + np.where(kept, whole, 2 * piece)
     ovl_mem = np.maximum(np.maximum(hbm / hw.hbm_effective, ring / hw.ring_bandwidth), port / hw.spad_bandwidth)

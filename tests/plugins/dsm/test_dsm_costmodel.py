@@ -172,3 +172,19 @@ def test_split_bus_serialises_core_reductions():
     assert ring == pytest.approx(3 / 4 * (1024 * 8 * 2) / 256e9)
     # [R] the 32 / 4 = 8 groups take turns on the two halves of the bus
     assert pass_cost(layer, "fwd", core, core, split, bus, load_cycles=32).psum[0] == pytest.approx(ring * 4)
+
+
+def test_kept_weights_cost_no_traffic_kept_inputs_a_reshuffle():
+    layer = _fc(4096, 4096)
+    core = [np.array([v], float) for v in (4096, 128, 1, 1, 1)]  # one sample: a matrix-vector product
+    split = [np.array([v], float) for v in (1, 32, 1, 1, 1)]
+    fetch = pass_cost(layer, "fwd", core, core, split, HW, load_cycles=32)
+    held = pass_cost(layer, "fwd", core, core, split, HW, load_cycles=32, resident=(False, True, False))
+    # weights from HBM: 32 slices of 128 x 4096; held weights leave the input and output traffic only,
+    # which PriComp (128 x 4 blocks of 32 x 32, each 32 load cycles, + fill) hides
+    assert fetch.ovl[0] == pytest.approx((4096 * 2 + 4096 * 4096 * 2 + 4096 * 2) / HBM)
+    assert held.ovl[0] == pytest.approx(held.pri[0]) == pytest.approx((128 * 4 * 32 + 64) / 2e9)
+    # a kept input is re-laid over the ring: C²/4 hops for a 1/C share each, on 2C directed links
+    kept = pass_cost(layer, "fwd", core, core, split, HW, load_cycles=32, resident=(True, False, False))
+    ring = 4096 * 2 * (32 * 32 // 4) / (2 * 32 * 32) + (4096 * 4096 * 2) / 2  # input reshuffle + weight unicast
+    assert kept.ovl[0] == pytest.approx(max((4096 * 4096 * 2 + 4096 * 2) / HBM, ring / 256e9, kept.pri[0]))
