@@ -41,8 +41,10 @@ def cli_seconds(problem: Path) -> float:
 
 
 def engine_run(problem) -> tuple[float, float, int]:
+    from optmap.plugins.dsm import tables
     from optmap.plugins.dsm.engine import DSMSearch
 
+    tables._SHARED.clear()  # score everything afresh (a process reuses tables across searches)
     evaluator = Evaluator(problem.cost_model, ["time"])
     start, cpu = time.perf_counter(), time.process_time()
     extra = DSMSearch().search(evaluator, 0)

@@ -46,7 +46,7 @@ class DSMSearch(SearchEngine):
 
     def __init__(self, *, prune: Literal["paper", "none"] = "paper", pin: dict[str, str] | None = None) -> None:
         """``prune = "paper"``: least-imbalance core splits and smallest reduction tiles (§II-E);
-        ``"none"``: every candidate (exact, slower). ``pin``: parallelism types fixed per layer,
+        ``"none"``: every candidate (exact, slower; except for the weight-preload sweep). ``pin``: parallelism types fixed per layer,
         in DSM's names or AccPar's (I = Data, III = Model; Type-II is rejected, see :mod:`plans`),
         e.g. a HyPar or AccPar plan to score with this model; the rest is optimised."""
         self.prune = prune
@@ -61,6 +61,8 @@ class DSMSearch(SearchEngine):
         if clash:
             raise OptmapError(f"layer '{clash[0]}': [search.dsm] pin and [fix] give it different parallelism types")
         pinned = pinned_types(model, {**self.pin, **types})
+        if any(v.preload is not None for v in model.vars.values()):
+            self.exact = False  # the preload sweep tries prefixes of a sorted list, not every subset
         builder = TableBuilder(model, self.prune, pins=_grid_pins(model, fixed))
         plans = []
         for reserved, preloaded in _preload_sets(model, builder, fixed):
@@ -68,7 +70,8 @@ class DSMSearch(SearchEngine):
             for combo in _pipe_combos(model, pinned, fixed):
                 plans.append(planner.plan(combo, pinned))
         evaluator.evaluate(np.array(plans))
-        return {"prune": self.prune, "candidates_scored": builder.counter.scored, "plans_scored": len(plans)}
+        return {"prune": self.prune, "candidates_scored": builder.counter.scored,
+                "tables_reused": builder.counter.cached, "plans_scored": len(plans)}
 
 
 def plan_vector(model: DSMCostModel, types: dict[str, str], prune: str = "paper") -> np.ndarray:

@@ -14,7 +14,7 @@ from .splits import DIMS, label
 COMPUTE = ("mac", "underuse", "aux")
 
 
-def _infeasible_reason(model, rows, layers) -> str:
+def _infeasible_reason(model, rows, layers, piped: set) -> str:
     for name, passes in layers.items():
         for pass_, parts in passes.items():
             need = float(np.max(parts["capacity"]))
@@ -24,8 +24,8 @@ def _infeasible_reason(model, rows, layers) -> str:
     for layer in model.graph.layers:
         producer = model.graph.reuse_producer(layer.name)
         r = rows[layer.name]
-        if producer and r.reuse[0] and (rows[producer].par[0] != r.par[0] or rows[producer].dysm[0] != r.dysm[0]
-                                        or producer in model.run_of or layer.name in model.run_of):
+        if producer and r.reuse[0] and layer.name not in piped and (
+                rows[producer].par[0] != r.par[0] or rows[producer].dysm[0] != r.dysm[0] or producer in piped):
             return (f"layer '{layer.name}' reuses the output of '{producer}' across a change of parallelism, "
                     f"DySM factor or pipe group (relayout goes through HBM, DSM §III-B1)")
     need = float(np.max(hbm_bytes(model, rows)))
@@ -107,5 +107,5 @@ def report(model, mapping) -> CostReport:
                    "scratchpad_bytes": model.hw.spad_bytes},
     }
     tables = {"per pass (Fig. 13)": pass_rows, **({"pipe groups": groups} if groups else {})}
-    reason = "" if feasible else _infeasible_reason(model, rows, layers)
+    reason = "" if feasible else _infeasible_reason(model, rows, layers, set(member))
     return CostReport(metrics=values, feasible=feasible, reason=reason, layers=tuple(table), plan=plan, tables=tables)

@@ -23,6 +23,8 @@ from .passes import output_dims, tensor_size
 from .splits import IN, OUT, TILED, imbalance
 
 GRID_LIMIT = 1 << 21  # candidates per vectorised call (memory bound)
+_SHARED: dict = {}  # tables of identical (layer, chip, torus, phase) across searches in one process
+SHARED_LIMIT = 200_000
 RELEVANT = {"fwd": np.array([True, True, True]), "bwd": np.array([True, True, True]),
             "upd": np.array([False, True, True])}  # UPD reads its input from HBM whatever the flags
 
@@ -40,8 +42,9 @@ class PassBest:
 
 @dataclass
 class Counter:
-    scored: int = 0
-    calls: int = 0
+    scored: int = 0  # candidates scored
+    calls: int = 0  # vectorised calls
+    cached: int = 0  # tables found already scored
 
 
 @dataclass
@@ -51,7 +54,7 @@ class TableBuilder:
     model: object
     prune: str = "paper"
     counter: Counter = field(default_factory=Counter)
-    cache: dict = field(default_factory=dict)  # identical layers (repeated blocks) are scored once
+    cache: dict = field(default_factory=lambda: _SHARED)  # identical layers (repeated blocks) are scored once
     pins: dict = field(default_factory=dict)  # (layer, pass) -> {"split": row, TILED index: level} from [fix]
 
     @property
@@ -94,10 +97,15 @@ class TableBuilder:
         combos = np.asarray(combos, bool).reshape(-1, 3)
         pins = self.pins.get((lm.layer.name, pass_))
         same = replace(lm.layer, name="" if pins is None else lm.layer.name, producers=(), from_input=False)
-        key = (same, lm.torus, pass_, int(ptype), int(dysm), combos.tobytes(), bool(np.any(preloaded)),
-               float(reserved), bool(fork))
+        key = (same, lm.torus, lm.hw, lm.phase, self.prune, self.model.splits.tobytes(), self.model.tile_levels,
+               pass_, int(ptype), int(dysm), combos.tobytes(), bool(np.any(preloaded)), float(reserved), bool(fork),
+               tuple(sorted(pins.items())) if pins else None)
         if key not in self.cache:
+            if len(self.cache) >= SHARED_LIMIT:
+                self.cache.clear()
             self.cache[key] = self._best(lm, pass_, ptype, dysm, combos, preloaded, reserved, fork)
+        else:
+            self.counter.cached += 1
         return self.cache[key]
 
     def _best(self, lm, pass_, ptype, dysm, combos, preloaded, reserved, fork) -> PassBest:
