@@ -176,7 +176,8 @@ class _Planner:
                                                  reserved=self.reserved) for pass_ in sm.passes}
                 for j, (_, _, w) in enumerate(combos):  # a stage without a pass (no BWD) waits 0 in it
                     step = np.array([max(tabs[ps].per_step[j], transfer) if ps in tabs else 0.0 for ps in ALL_PASSES])
-                    once = sum(tabs[ps].total[j] - tabs[ps].per_step[j] for ps in sm.passes)
+                    fits = all(np.isfinite(tabs[ps].total[j]) for ps in sm.passes)
+                    once = sum(tabs[ps].total[j] - tabs[ps].per_step[j] for ps in sm.passes) if fits else np.inf
                     mine.append((pi, int(w), step, once, {ps: (tabs[ps], j) for ps in sm.passes}))
             options.append(mine)
         steps = np.array([[o[2] for o in opts] for opts in options])  # (stages, options, passes)
