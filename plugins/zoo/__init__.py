@@ -3,7 +3,18 @@ and the op kinds ``lstm`` and ``attention`` (:mod:`optmap.plugins.zoo.recurrent`
 
 from optmap.hookspecs import hookimpl
 from optmap.plugins.zoo.models import (
-    MODELS, alexnet, lenet, resnet18, resnet34, resnet50, resnet101, resnet152, vgg11, vgg13, vgg16, vgg19,
+    MODELS,
+    alexnet,
+    lenet,
+    resnet18,
+    resnet34,
+    resnet50,
+    resnet101,
+    resnet152,
+    vgg11,
+    vgg13,
+    vgg16,
+    vgg19,
 )
 
 from optmap.plugins.zoo.gnmt import gnmt
