@@ -14,7 +14,8 @@ Every contraction of the common workload IR becomes one :class:`PrimaryLayer`:
 Every other op is auxiliary work on the special function processors of the layer whose output it
 consumes (its *owner*, found through its first input): activations, bias, residual add (the
 shortcut tensor is an extra read), pooling, softmax, batch/layer norm, dropout. ``input``,
-``flatten``, ``concat`` only move data. The SFPs are scratchpad-bandwidth bound (§II-D: "these
+``flatten``, ``concat`` only move data (a concat of a layer's output with that layer's own inputs,
+GNMT's query beside its context, belongs to the layer). The SFPs are scratchpad-bandwidth bound (§II-D: "these
 computations require high bandwidth from the local scratchpad"), so an aux op is described by its
 scratchpad element accesses per element ([R], listed in ``_aux_accesses``).
 """
@@ -168,9 +169,11 @@ def _primary(layer: Layer) -> dict:
                     recurrent=True, pipelinable=dirs == 1, aux_fwd=LSTM_CELL_FWD * hidden * dirs,
                     aux_bwd=LSTM_CELL_BWD * hidden * dirs)
     if op == "attention":  # all query steps at once: the queries do not depend on the attention's output
-        (steps, hidden), (source, _) = layer.in_shapes[0], layer.in_shapes[1]
-        return dict(kind="attention", n_in=hidden, n_out=source, n_ij=steps, n_kij=1, in_ij=steps, repeats=2,
-                    shared_kernel=False, aux_fwd=4.0 * source * steps, aux_bwd=4.0 * source * steps)  # softmax
+        heads, steps, source = layer.attr("heads", 1), layer.attr("q_len"), layer.attr("kv_len")
+        width = heads * (layer.attr("head_dim") + layer.attr("v_head_dim")) // 2  # scores and context: 2 products
+        softmax = 4.0 * heads * source * steps
+        return dict(kind="attention", n_in=width, n_out=source, n_ij=steps, n_kij=1, in_ij=steps, repeats=2,
+                    shared_kernel=False, aux_fwd=softmax, aux_bwd=softmax)
     raise AssertionError(op)
 
 
@@ -186,8 +189,11 @@ def build_graph(workload: Workload) -> DSMGraph:
             owner[layer.name], sources[layer.name] = layer.name, (layer.name,)
             fields[layer.name] = dict(_primary(layer), inputs=preds)
         elif layer.op in MOVE_OPS:
-            owner[layer.name] = owner[preds[0]] if layer.op == "flatten" else None
-            sources[layer.name] = tuple(s for p in preds for s in sources[p]) if preds else (None,)
+            owner[layer.name] = owner[preds[0]] if layer.op == "flatten" else _absorbing(workload, preds, owner)
+            if owner[layer.name] is not None and layer.op == "concat":
+                sources[layer.name] = (owner[layer.name],)
+            else:
+                sources[layer.name] = tuple(s for p in preds for s in sources[p]) if preds else (None,)
         elif layer.op in AUX_OPS:
             main = owner[preds[0]]
             owner[layer.name], sources[layer.name] = main, (main,)
@@ -230,6 +236,16 @@ def build_graph(workload: Workload) -> DSMGraph:
         graph.nodes[name]["layer"] = layer
         layers.append(layer)
     return DSMGraph(tuple(layers), graph)
+
+
+def _absorbing(workload: Workload, preds: tuple[str, ...], owner: dict) -> str | None:
+    """The primary layer a concatenation belongs to, if it joins that layer's output with its own
+    inputs (GNMT's query beside its attention context): the layer holds both and writes them out."""
+    for p in preds:
+        layer = owner.get(p)
+        if layer is not None and all(q == p or q in workload.inputs_of(layer) for q in preds):
+            return layer
+    return None
 
 
 def _add_edge(graph: nx.DiGraph, u: str, v: str, elements: float, main: bool, reuse: bool) -> None:

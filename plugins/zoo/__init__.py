@@ -1,5 +1,5 @@
 """Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152), GNMT,
-and the op kinds ``lstm`` and ``attention`` (:mod:`optmap.plugins.zoo.recurrent`)."""
+and the op kind ``lstm`` (:mod:`optmap.plugins.zoo.recurrent`)."""
 
 from optmap.hookspecs import hookimpl
 from optmap.plugins.zoo.models import (
@@ -34,6 +34,6 @@ def optmap_register_workloads(register):
 
 @hookimpl
 def optmap_register_ops(register):
-    """The recurrent op kinds GNMT needs: ``lstm`` and ``attention``."""
+    """The recurrent op kind GNMT needs: ``lstm``."""
     for kind in OPS:
         register(kind.name, kind)

@@ -9,6 +9,8 @@ output projection to the vocabulary with a softmax. Open points of the DSM paper
 * ``bidirectional = "encoder"``: the first encoder layer is bidirectional, as in GNMT; the DSM
   paper writes "the first decoder" (``"decoder"`` builds that, ``"none"`` neither).
 * Source and target both have ``timesteps`` steps (the paper gives one number, 128).
+* Attention is the IR's scaled dot-product kind with one head (GNMT's additive score has the same
+  two products per step pair); the next decoder layer reads the query and its context side by side.
 * The model starts from embedded tokens (embedding lookups are gathers the paper does not
   discuss); ``vocab`` = 32,000 wordpieces (Wu et al. §4) for the projection, 0 to leave it out.
 """
@@ -20,7 +22,9 @@ from typing import Literal
 from optmap.errors import OptmapError
 from optmap.workload import Workload, WorkloadBuilder
 
-from .recurrent import LSTM, Attention
+from optmap.plugins.onnx.ops import Attention
+
+from .recurrent import LSTM
 
 
 def gnmt(*, batch: int, dtype: str = "fp32", phase: str = "training", hidden: int = 1024, layers: int = 8,
@@ -41,7 +45,10 @@ def gnmt(*, batch: int, dtype: str = "fp32", phase: str = "training", hidden: in
         x = layer(x, f"enc{i}", bidirectional == "encoder" and i == 1, i >= 3)
     encoded = x
     query = layer(b.input((timesteps, hidden), "target"), "dec1", bidirectional == "decoder", False)
-    x = b.op(attention, (query, encoded), (timesteps, b.shape(query)[-1] + b.shape(encoded)[-1]), name="attention")
+    width = b.shape(encoded)[-1]  # one head over the encoder's outputs (keys and values)
+    context = b.op(attention, (query, encoded), (timesteps, width), name="attention", heads=1, q_len=timesteps,
+                   kv_len=timesteps, head_dim=width, v_head_dim=width)
+    x = b.concat(query, context, axis=1, name="attention.concat")  # the next layer reads both (Wu et al. §3)
     for i in range(2, layers + 1):
         x = layer(x, f"dec{i}", False, i >= 3)
     if vocab:

@@ -1,4 +1,4 @@
-"""Recurrent and attention op kinds for the workload IR: ``lstm`` and ``attention``.
+"""The recurrent op kind of the workload IR: ``lstm`` (attention is the IR's ``attention`` kind, :mod:`optmap.plugins.onnx.ops`).
 
 Shapes are per sample and features-last: a sequence is ``(T, F)``.
 
@@ -9,16 +9,14 @@ Shapes are per sample and features-last: a sequence is ``(T, F)``.
   sample is 4H x (H_in + H) MACs: 16.78 MFLOP for H_in = H = 1024 (DSM §IV "~16M FLOPs/layer").
   Parameters count PyTorch's two bias vectors (8H per direction); bias FLOPs are neglected as for
   every contraction.
-* ``attention``: inputs ``query (T_q, H)`` and ``source (T_s, H)``; for every query step a dot
-  product with every source step, a softmax, and the weighted sum of the source steps (Luong et
-  al. 2015 dot attention; GNMT uses an additive score with the same two products per pair,
-  Wu et al. 2016 §3); output ``(T_q, 2H)``, the query and its context side by side. No weights:
-  like ``matmul``, backward_data is twice the forward and there is no weight gradient.
+* ``attention`` (GNMT's, from the query of the decoder's first layer over the encoder's outputs) is
+  the fused scaled dot-product kind the ONNX plugin registers (attributes heads, q_len, kv_len,
+  head_dim, v_head_dim): one kind per name in the IR.
 """
 
 from __future__ import annotations
 
-from optmap.workload import LayerFlops, OpKind
+from optmap.workload import OpKind
 
 
 class LSTM(OpKind):
@@ -44,18 +42,4 @@ class LSTM(OpKind):
         return layer.in_shapes[0][0] * self.weight_elements(layer)  # every timestep, per sample
 
 
-class Attention(OpKind):
-    """Each query step against every source step: scores, softmax, context; outputs query and context side by side."""
-
-    name, weighted, channels_first = "attention", True, False
-
-    def macs(self, layer) -> int:
-        (steps, hidden), (source, _) = layer.in_shapes[0], layer.in_shapes[1]
-        return 2 * steps * source * hidden  # scores q·k and context Σ a·v
-
-    def flops(self, layer, batch: int) -> LayerFlops:
-        forward = 2 * self.macs(layer) * batch
-        return LayerFlops(forward, 2 * forward, 0)  # gradients w.r.t. both operands, no weights
-
-
-OPS = (LSTM(), Attention())
+OPS = (LSTM(),)

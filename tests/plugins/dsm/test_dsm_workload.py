@@ -82,10 +82,13 @@ def test_gnmt_lstm_flops_params_and_structure(gnmt_ir):
     # PyTorch nn.LSTM(1024, 1024): weight_ih 4H x H_in, weight_hh 4H x H, two 4H biases
     assert layers["enc3"].params == 4 * 1024 * (1024 + 1024) + 8 * 1024
     assert layers["enc1"].params == 2 * (4 * 1024 * 2048 + 8 * 1024)  # bidirectional: two directions
-    # attention: scores and context for 128 x 128 step pairs of 1024 features; no weights
+    # attention (the IR's scaled dot-product kind, one head): scores and context for 128 x 128 step
+    # pairs of 1024 features, plus one FLOP per score for the softmax; no weights
     attention = layers["attention"].flops(1)
-    assert attention.forward == 2 * 2 * 128 * 128 * 1024 and attention.backward_data == 2 * attention.forward
-    assert attention.weight_grad == 0
+    products, scores = 2 * 2 * 128 * 128 * 1024, 128 * 128
+    assert (attention.forward, attention.backward_data, attention.weight_grad) == (products + scores,
+                                                                                   2 * products + scores, 0)
+    assert layers["attention.concat"].out_shape == (128, 2048)  # dec2 reads the query beside its context
     # residual connections from the third layer up (Wu et al. §3.1): enc3..enc8 and dec3..dec8
     assert sum(layer.op == "add" for layer in layers.values()) == 12
 
@@ -100,6 +103,7 @@ def test_gnmt_as_dsm_layers(gnmt_ir):
     assert (enc1.n_out, enc1.pipelinable) == (8192, False)  # bidirectional: not pipelinable (§III-D)
     assert enc3.out_ratio == 0.25  # the cell output h (H) of the 4H gates leaves the layer
     assert not attention.shared_kernel and attention.n_ij == 128
+    assert graph.layer("dec2").producers == ("attention",)  # the concat of query and context is the attention's
     view = chain_view(graph.graph)
     assert view.nodes[:2] == ("(inputs)", "attention")  # encoder and decoder's first layer are two paths
     runs = pipe_runs(graph, rows=16)
