@@ -14,15 +14,15 @@ vectors per block to hide the loading of the next block (DSM §II-C "P").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Literal
 
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Fraction, Positive, ints
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
 from optmap.units import gb_to_bytes, gBps_to_bytes_per_s
 
 MIB = 2**20
+MAX_UNITS = 1 << 16  # cores per chip, PE-array rows / columns, arrays per core
 FP16 = "fp16"
 
 
@@ -67,23 +67,21 @@ class DSMChip(Accelerator):
 
 def build_dsm_chip(
     *,
-    cores: Annotated[int, Ge(1)] = 32,
-    array_rows: Annotated[int, Ge(1)] = 32,
-    array_cols: Annotated[int, Ge(1)] = 32,
-    arrays: Annotated[int, Ge(1)] = 1,
-    frequency_ghz: Annotated[float, Gt(0)] = 2.0,
-    spad_mb: Annotated[float, Gt(0)] = 1.0,
-    spad_gBps: Annotated[float, Gt(0)] = 128.0,  # noqa: N803 - B = bytes, the paper's unit
-    ring_gBps: Annotated[float, Gt(0)] = 256.0,  # noqa: N803
+    cores: ints(1, MAX_UNITS) = 32,
+    array_rows: ints(1, MAX_UNITS) = 32,
+    array_cols: ints(1, MAX_UNITS) = 32,
+    arrays: ints(1, MAX_UNITS) = 1,
+    frequency_ghz: Positive = 2.0,
+    spad_mb: Positive = 1.0,
+    spad_gBps: Positive = 128.0,  # noqa: N803 - B = bytes, the paper's unit
+    ring_gBps: Positive = 256.0,  # noqa: N803
     interconnect: Literal["ring", "split-bus"] = "ring",
-    hbm_gb: Annotated[float, Gt(0)] = 8.0,
-    hbm_gBps: Annotated[float, Gt(0)] = 256.0,  # noqa: N803
-    hbm_efficiency: Annotated[float, Gt(0)] = 0.8,
-    network_gBps: Annotated[float, Gt(0)] = 160.0,  # noqa: N803 - DSM §IV: 160 GB/s out of each chip
+    hbm_gb: Positive = 8.0,
+    hbm_gBps: Positive = 256.0,  # noqa: N803
+    hbm_efficiency: Fraction = 0.8,
+    network_gBps: Positive = 160.0,  # noqa: N803 - DSM §IV: 160 GB/s out of each chip
 ) -> DSMChip:
     """DeepSpatialMatrix chip (Fig. 10): 32 cores x 1024 FP16 MACs at 2 GHz, 1 MB scratchpads, ring, 8 GB HBM."""
-    if hbm_efficiency > 1:
-        raise OptmapError(f"dsm-chip: hbm_efficiency must be in (0, 1], got {hbm_efficiency}")
     config = ChipConfig(
         cores=cores, array_rows=array_rows, array_cols=array_cols, arrays=arrays,
         frequency=frequency_ghz * 1e9, spad_bytes=spad_mb * MIB, spad_bandwidth=gBps_to_bytes_per_s(spad_gBps),

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
-from annotated_types import Ge
 
+from optmap.bounds import MAX_BATCH, MAX_DIMENSION, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
@@ -79,11 +79,11 @@ class DSMCostModel(CostModel):
         dysm: bool = True,
         timestep_pipelining: bool = True,
         weight_preload: bool = True,
-        dysm_factors: tuple[Annotated[int, Ge(1)], ...] = (1, 2, 4, 8),
-        tile_levels: Annotated[int, Ge(1)] = 6,
+        dysm_factors: tuple[ints(1, MAX_BATCH), ...] = (1, 2, 4, 8),
+        tile_levels: ints(1, 32) = 6,
         core_split_dims: tuple[Literal["in", "out", "ij", "kij", "mb"], ...] = DIMS,
-        core_splits: list[dict[str, int]] | None = None,
-        array_load_cycles: Annotated[int, Ge(0)] | None = None,
+        core_splits: list[dict[str, ints(1, MAX_DIMENSION)]] | None = None,
+        array_load_cycles: ints(0, MAX_DIMENSION) | None = None,
         skip_first_bwd: bool = True,
         bwd_rotation: Literal["exposed", "overlapped"] = "exposed",
     ) -> None:

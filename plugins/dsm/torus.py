@@ -13,10 +13,9 @@ bandwidth back from any such graph (``torus2d`` included).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Literal
 
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Dimension, Microseconds, Positive
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.units import gBps_to_bytes_per_s, us_to_s
@@ -35,10 +34,10 @@ def dsm_torus(
     groups: list[GroupSpec],
     *,
     preset: Literal["dsm-8pf-sym", "dsm-8pf-asym", "dsm-128tf-1chip"] | None = None,
-    shape: list[int] | None = None,
-    x_bandwidth_gBps: Annotated[float, Gt(0)] | None = None,  # noqa: N803 - B = bytes (the paper's GBps)
-    y_bandwidth_gBps: Annotated[float, Gt(0)] | None = None,  # noqa: N803
-    latency_us: Annotated[float, Ge(0)] = 0.0,
+    shape: list[Dimension] | None = None,
+    x_bandwidth_gBps: Positive | None = None,  # noqa: N803 - B = bytes (the paper's GBps)
+    y_bandwidth_gBps: Positive | None = None,  # noqa: N803
+    latency_us: Microseconds = 0.0,
 ) -> System:
     """DSM 2-D torus of chips, M x N with X/Y bandwidths in GB/s; presets dsm-8pf-sym/-asym and dsm-128tf-1chip.
 

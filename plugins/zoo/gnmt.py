@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError
 from optmap.workload import Workload, WorkloadBuilder
 
@@ -27,8 +28,8 @@ from optmap.plugins.onnx.ops import Attention
 from .recurrent import LSTM
 
 
-def gnmt(*, batch: int, dtype: str = "fp32", phase: str = "training", hidden: int = 1024, layers: int = 8,
-         timesteps: int = 128, vocab: int = 32000,
+def gnmt(*, batch: Batch, dtype: str = "fp32", phase: str = "training", hidden: Dimension = 1024, layers: Depth = 8,
+         timesteps: Dimension = 128, vocab: ints(0, MAX_DIMENSION) = 32000,
          bidirectional: Literal["encoder", "decoder", "none"] = "encoder") -> Workload:
     """GNMT: 8+8 LSTM layers of 1024 over 128 steps, residuals, attention, vocabulary projection (Wu et al. 2016)."""
     if layers < 2:
