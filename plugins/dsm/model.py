@@ -67,6 +67,9 @@ class DSMCostModel(CostModel):
     capabilities = frozenset({BATCH, DSM_TABLES})
     metrics = ("time", "throughput", "utilization", *CATEGORIES)
     senses = {"throughput": "max", "utilization": "max"}
+    units = {"throughput": "samples/s", "utilization": "fraction of peak", **{c: "s" for c in CATEGORIES}}
+    default_engine = "dsm"
+    topologies = ("dsm-torus", "torus2d")  # :class:`Torus` reads the shape and the links' bandwidths
     formulation = "DeepSpatialMatrix (cost model dsm)"
 
     def __init__(
