@@ -1,0 +1,109 @@
+"""On-chip memory per device, parameter balancing and the DRAM fall-back: FPDeep §3.4.2, §5.2.2.
+
+Per device, in values (note §2.2; Eqs. 10 and 12 with β = 1, every buffer in BRAM):
+
+* LPRAM: the weights of its CONV portions (ICP: ``c · K² · OC``, the paper's SF·K·K·OC);
+* LGB: their gradient buffer, averaged over the mini-batch, as large as LPRAM;
+* Act-RAM: the inputs of its portions from FP until PG uses them, ``activation_images`` images'
+  worth (ICP: its own input channels; OCP: every input channel);
+* BPRAM + BGB: weights and gradients it hosts for other devices (parameter balancing).
+
+FC weights live in DRAM (§7: "we only use off-chip memory when we are processing the fully
+connected layer"); the FC layers read them once per ``fc_batch`` images for FP and for EB and
+update their gradients once (read + write): 4 × weights per ``fc_batch`` images.
+
+Parameter balancing (§3.4.2, Fig. 6). The mapping parks a fraction of a device's weights (with
+their gradient buffer) on other devices: users are served deepest first (later layers first), each
+from the nearest device with room, upstream first (the paper's example parks layer-8 weights in
+FPGAs 3 and 1 and streams them downstream), then downstream. Each image, the parked weights travel
+to the user ``weight_passes`` times (FP and EB each fetch them: the user has no room to keep
+them between the two) and their gradients travel back once.
+
+Fall-back (priced). Parked data no device can host, and anything over a device's BRAM, is held in
+that device's DRAM; every such byte crosses the DRAM interface twice per image (weights read by
+FP and EB, gradients read and written by PG, activations written by FP and read by PG). The DRAM
+time is part of the device's stage time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .layers import LayerTable
+from .partition import Partition
+
+DRAM_PASSES = 2  # bytes moved per image for every byte held in DRAM (see the module docstring)
+FC_DRAM_PASSES = 4  # FC weights: read for FP, read for EB, gradient read + write
+
+
+@dataclass(frozen=True, eq=False)
+class Storage:
+    """Memory of M mappings on N devices (bytes), and the parked-weight flows of each mapping."""
+
+    weights: np.ndarray  # LPRAM + LGB before parking
+    activations: np.ndarray  # Act-RAM
+    parked: np.ndarray  # LPRAM + LGB placed on other devices
+    hosted: np.ndarray  # BPRAM + BGB
+    unplaced: np.ndarray  # parked data no device could host (held in DRAM)
+    need: np.ndarray  # on-chip demand after parking (Eq. 12's per-device storage)
+    spill: np.ndarray  # need above BRAM (held in DRAM)
+    dram: np.ndarray  # DRAM bytes moved per image, FC weights included
+    flows: list = field(default_factory=list)  # per mapping: (donor, user, weight values) triples
+
+
+def _per_unit(table_values: np.ndarray, splits: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(np.broadcast_to(table_values, (len(splits), *table_values.shape)),
+                              splits[..., None], 2)[..., 0]
+
+
+def device_storage(table: LayerTable, part: Partition, park: np.ndarray, capacity: np.ndarray,
+                   value_bytes: float, activation_images: float, fc_batch: int) -> Storage:
+    """Memory per device for M mappings; ``park`` (M, N) is the parked fraction of each device."""
+    conv = ~table.fc
+    weights_unit = _per_unit(table.weights_per_unit, part.splits)
+    act_unit, act_fixed = _per_unit(table.act_per_unit, part.splits), _per_unit(table.act_fixed, part.splits)
+    own = (part.chan * (weights_unit * conv)[:, None, :]).sum(-1)
+    act = (part.chan * act_unit[:, None, :] + part.present * act_fixed[:, None, :]).sum(-1)
+    fc_weights = (part.chan * (weights_unit * ~conv)[:, None, :]).sum(-1)
+    weights = 2.0 * value_bytes * own  # LPRAM + LGB
+    activations = value_bytes * activation_images * act
+    demand = np.clip(park, 0.0, 1.0) * weights
+    base = weights - demand + activations
+    hosted, unplaced, flows = _place(demand, np.maximum(capacity - base, 0.0), value_bytes)
+    need = base + hosted
+    spill = np.maximum(need - capacity, 0.0)
+    fc_dram = FC_DRAM_PASSES * value_bytes * fc_weights / fc_batch
+    dram = DRAM_PASSES * (spill + unplaced) + fc_dram
+    return Storage(weights, activations, demand - unplaced, hosted, unplaced, need, spill, dram, flows)
+
+
+def _place(demand: np.ndarray, spare: np.ndarray, value_bytes: float):
+    """Greedy placement of parked bytes: deepest user first, nearest donor, upstream first."""
+    m, n = demand.shape
+    hosted, unplaced = np.zeros_like(demand), demand.copy()
+    flows: list[list[tuple[int, int, float]]] = [[] for _ in range(m)]
+    for row in np.flatnonzero((demand > 0).any(1)):
+        room = spare[row].copy()
+        for user in np.flatnonzero(demand[row] > 0)[::-1]:
+            left = demand[row, user]
+            for donor in [*range(user - 1, -1, -1), *range(user + 1, n)]:
+                if left <= 0:
+                    break
+                take = min(left, room[donor])
+                if take <= 0:
+                    continue
+                room[donor] -= take
+                hosted[row, donor] += take
+                left -= take
+                flows[row].append((donor, int(user), take / (2.0 * value_bytes)))  # weight values
+            unplaced[row, user] = left
+    return hosted, unplaced, flows
+
+
+def overflow_fraction(storage: Storage, capacity: np.ndarray) -> np.ndarray:
+    """The fraction of each device's weights it must park to fit its BRAM (0 where it fits)."""
+    over = np.maximum(storage.weights + storage.activations - capacity, 0.0)
+    return np.where(storage.weights > 0, np.minimum(over / np.maximum(storage.weights, 1e-300), 1.0), 0.0)
+
