@@ -7,14 +7,22 @@
    This is the "exact solution in polynomial time" the paper claims for a chain of layers; it
    replaces the coarse equal split, the paper's unspecified local repair (note §5.11) and the
    separate link check of note §3 step 5 (a cut a link cannot carry is never chosen).
-2. Channel split of the cut layers: ICP (Type-II) everywhere first, as the paper prefers (§4.1);
-   then, cut layer by cut layer, OCP (Type-III) where it scores better — e.g. AlexNet's
-   3-channel conv1. Only layers where OCP may help are tried (:func:`ocp_candidates`): while the
-   plan is compute-bound, those where OCP has more units to cut at; once a link binds, also
-   those where OCP's cuts send less.
-3. Resource check and parameter balancing (§3.4.2): a device over its BRAM parks just enough of
-   its weights on devices with room; the balanced plan is kept unless holding the excess in DRAM
-   scores better (a tie keeps balancing, the paper's preference).
+2. Channel split of the cut layers: three starts — ICP (Type-II) everywhere, as the paper
+   prefers (§4.1); OCP (Type-III) where it has more units to cut at (e.g. AlexNet's 3-channel
+   conv1); OCP also where its cuts send less (:func:`ocp_candidates`) — then, cut layer by cut
+   layer, the other split where it scores better: while the plan is compute-bound only where
+   OCP is finer, once a link binds also where it is lighter. A flip is tried only if step 1
+   without memory limits, a lower bound, can beat the plan.
+3. Resource check and parameter balancing (§3.4.2), for every candidate of step 2: a device over
+   its BRAM parks just enough of its weights on devices with room (the cost model places them).
+   Where that loads a link enough to cost time, the plan holding the excess in DRAM is scored
+   too and the better kept; a tie keeps balancing, the paper's preference (abstract: "it is
+   preferable to store excess weights in neighboring devices rather than in local off-chip
+   memory").
+4. Memory repair: step 1 is exact when nothing is parked; parking couples neighbouring devices.
+   Step 1 with BRAM ignored bounds every parking or fall-back from below; when the plan does not
+   reach that bound, memory costs time, and a local search moves park levels and cuts near the
+   devices involved (:meth:`FPDeepSearch._repair`), keeping improving moves.
 
 With the "central" (2-D) reduction the links do not follow the cuts, so step 1 balances compute
 only and the cost model checks the links. Every candidate is scored by the evaluator, so the
@@ -29,7 +37,7 @@ from optmap.errors import OptmapError
 from optmap.search import Evaluator
 
 from .layers import LayerTable
-from .memory import FC_DRAM_PASSES, overflow_fraction
+from .memory import overflow_fraction
 from .model import FPDeepCostModel
 from .partition import min_period_partition
 from .traffic import cut_traffic, unit_traffic
@@ -51,11 +59,12 @@ class FPDeepSearch:
     requires = frozenset()
     exact = False  # the period is exact for fixed splits; the splits and the parking are greedy
 
-    def __init__(self, *, split_sweeps: int = 2) -> None:
-        """``split_sweeps``: rounds over the cut layers trying the other split (0: ICP only)."""
-        if split_sweeps < 0:
-            raise OptmapError(f"split_sweeps must be >= 0, got {split_sweeps}")
-        self.split_sweeps = split_sweeps
+    def __init__(self, *, split_sweeps: int = 2, repair_rounds: int = 50) -> None:
+        """``split_sweeps``: rounds over the cut layers trying the other split (0: ICP only);
+        ``repair_rounds``: rounds of the memory repair (step 4; 0: none)."""
+        if split_sweeps < 0 or repair_rounds < 0:
+            raise OptmapError("split_sweeps and repair_rounds must be >= 0")
+        self.split_sweeps, self.repair_rounds = split_sweeps, repair_rounds
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = evaluator.cost_model
@@ -63,8 +72,14 @@ class FPDeepSearch:
             raise OptmapError("engine 'fpdeep' plans FPDeep's formulation; use [cost] model = \"fpdeep\"")
         self.model, self.evaluator = model, evaluator
         finer, lighter = ocp_candidates(model.table)
-        best = self._partitioned(np.zeros(len(model.table), int))  # ICP everywhere (§4.1)
-        best_value, detail = self._score(best), self._detail(best)
+        best, best_value = None, np.inf
+        for start in (0 * finer, finer, finer | lighter):  # ICP everywhere (§4.1), then OCP where it may help
+            if best is not None and (start == self._splits(best)).all():
+                continue
+            x, value = self._candidate(start.astype(int))
+            if value < best_value * (1 - 1e-12):
+                best, best_value = x, value
+        detail = self._detail(best)
         for _ in range(self.split_sweeps):
             improved = False
             for layer in self._cut_layers(detail):
@@ -73,18 +88,22 @@ class FPDeepSearch:
                     continue
                 splits = self._splits(best)
                 splits[layer] = 1 - splits[layer]
-                candidate = self._partitioned(splits, hint=best_value)
-                value = self._score(candidate)
-                if value < best_value * (1 - 1e-12):
-                    best, best_value, detail, improved = candidate, value, self._detail(candidate), True
+                below = best_value * (1 - 1e-9)
+                if self._partition(splits, below=below, memory=False) is None:
+                    continue  # not even without memory limits can these splits beat the plan
+                x, value = self._candidate(splits, hint=best_value)
+                if value < below:
+                    best, best_value, detail, improved = x, value, self._detail(x), True
             if not improved:
                 break
-        best, best_value = self._balance(best, best_value, detail)
+        repairs = 0
+        if self._partition(self._splits(best), below=best_value * (1 - 1e-9), memory=False) is not None:
+            best, best_value, repairs = self._repair(best, best_value)  # memory costs time: repair
         detail = self._detail(best)
         parked = detail["_detail"]["store"].parked[0]
         return {"period_us": best_value * 1e6, "cut_layers": len(self._cut_layers(detail)),
                 "ocp_layers": int(self._splits(best).sum()), "parked_devices": int((parked > 0).sum()),
-                "bound": "links" if detail["link_demand"][0] >= 1 - 1e-9 else "compute"}
+                "repairs": repairs, "bound": "links" if detail["link_demand"][0] >= 1 - 1e-9 else "compute"}
 
     # --- helpers ------------------------------------------------------------------------------
     def _score(self, x: np.ndarray) -> float:
@@ -102,26 +121,84 @@ class FPDeepSearch:
         chan = detail["_detail"]["part"].chan[0]
         return [int(l) for l in np.flatnonzero((chan > 0).sum(0) > 1)]
 
-    def _partitioned(self, splits: np.ndarray, hint: float | None = None) -> np.ndarray:
-        m = self.model
-        weights = m.table.weights_per_unit[np.arange(len(m.table)), splits]
-        dram_per_unit = np.where(m.table.fc, FC_DRAM_PASSES * m.value_bytes * weights / m.fc_batch, 0.0)
+    def _partition(self, splits: np.ndarray, hint: float | None = None, below: float | None = None,
+                   memory: bool = True):
+        """Step 1 for ``splits`` and step 3's parking: the plan's vector and the partition's period,
+        or None when no partition is faster than ``below``. ``memory = False`` ignores BRAM, a
+        lower bound on every plan with these splits (parking and fall-backs only add time)."""
+        m, costs = self.model, self.model.unit_costs
         if m.reduction == "chain":  # values/s the link after each pipeline position carries
             link_rate = m.hop_capacity / m.value_bytes
         else:
             link_rate = np.full(len(m.rate), np.inf)
-        bounds, _ = min_period_partition(m.table, splits, m.rate, m.budget, m.dram_rate, dram_per_unit,
-                                         unit_traffic(m.table, splits), link_rate, hint)
-        return m.vector(bounds, splits)
+        devices = {"rate": m.rate, "budget": m.budget, "bram": m.bram, "dram_rate": m.dram_rate, "link_rate": link_rate}
+        if not memory:
+            devices["bram"] = np.full(len(m.rate), np.inf)
+        per_unit = {"bram": costs.weights + costs.activations, "bram_fixed": costs.activations_fixed,
+                    "dram": costs.fc_dram}
+        found = min_period_partition(m.table, splits, devices, per_unit, unit_traffic(m.table, splits), hint, below)
+        if found is None:
+            return None
+        return m.vector(found[0], splits), found[1]
 
-    def _balance(self, x: np.ndarray, value: float, detail: dict) -> tuple[np.ndarray, float]:
+    def _candidate(self, splits: np.ndarray, hint: float | None = None) -> tuple[np.ndarray, float]:
+        """Steps 1 and 3 for ``splits``: the partition, with parameter balancing where a device
+        overflows; the plan that holds the excess in DRAM instead is scored only if balancing
+        costs time (the parked weights load the links), so a tie keeps balancing."""
         m = self.model
-        if not m._park_cols or self.evaluator.exhausted:
-            return x, value
-        fraction = overflow_fraction(detail["_detail"]["store"], m.bram)[0]
-        if not (fraction > 0).any():
-            return x, value
-        balanced = x.copy()
-        balanced[m._park_cols] = np.ceil(fraction * m.park_levels - 1e-9)
-        balanced_value = self._score(balanced)
-        return (balanced, balanced_value) if balanced_value <= value else (x, value)
+        x, period = self._partition(splits, hint)
+        if m._park_cols:  # park just enough of every overflowing device's weights
+            fraction = overflow_fraction(self._detail(x)["_detail"]["store"], m.bram)[0]
+            if (fraction > 0).any():
+                balanced = x.copy()
+                balanced[m._park_cols] = np.ceil(fraction * m.park_levels - 1e-9)
+                value = self._score(balanced)
+                if value <= period * (1 + 1e-9) or self.evaluator.exhausted:
+                    return balanced, value
+                spill = self._score(x)
+                return (balanced, value) if value <= spill else (x, spill)
+        return x, self._score(x)
+
+    def _repair(self, x: np.ndarray, value: float) -> tuple[np.ndarray, float, int]:
+        """Step 4: where memory binds, local moves around the devices it touches.
+
+        Step 1 is exact without parking; parking couples devices, so near every device that
+        spills, parks or hosts, each park level moves by one and each cut by one or two units;
+        the best improving move is kept, round after round, all candidates of a round scored in
+        one batch.
+        """
+        m, moves = self.model, 0
+        for _ in range(self.repair_rounds):
+            if self.evaluator.exhausted:
+                break
+            d = self._detail(x)["_detail"]
+            store, part = d["store"], d["part"]
+            touched = (store.spill + store.unplaced + store.parked + store.hosted)[0] > 0
+            near = np.flatnonzero(np.convolve(touched, np.ones(3), mode="same") > 0)
+            if not len(near):
+                break
+            bounds, splits = part.bounds[0], part.splits[0]
+            park = x[m._park_cols] if m._park_cols else None
+            candidates = []
+            for j in near:
+                for step in (-1, 1):
+                    if park is not None and 0 <= park[j] + step <= m.park_levels:
+                        trial = x.copy()
+                        trial[m._park_cols[j]] += step
+                        candidates.append(trial)
+                for cut in (j, j + 1):
+                    for step in (-2, -1, 1, 2):
+                        if 0 < cut < len(bounds) - 1 and bounds[cut - 1] <= bounds[cut] + step <= bounds[cut + 1]:
+                            moved = bounds.copy()
+                            moved[cut] += step
+                            candidates.append(m.vector(moved, splits, park))
+            left = self.evaluator.remaining_evaluations
+            candidates = candidates[:left] if left is not None else candidates
+            if not candidates:
+                break
+            values = self.evaluator(np.array(candidates))[:, 0]
+            k = int(np.argmin(values))
+            if values[k] >= value * (1 - 1e-12):
+                break
+            x, value, moves = candidates[k], float(values[k]), moves + 1
+        return x, value, moves

@@ -32,9 +32,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .layers import LayerTable
-from .partition import Partition
+from .partition import DRAM_PASSES, Partition
 
-DRAM_PASSES = 2  # bytes moved per image for every byte held in DRAM (see the module docstring)
 FC_DRAM_PASSES = 4  # FC weights: read for FP, read for EB, gradient read + write
 
 
@@ -53,29 +52,47 @@ class Storage:
     flows: list = field(default_factory=list)  # per mapping: (donor, user, weight values) triples
 
 
-def _per_unit(table_values: np.ndarray, splits: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(np.broadcast_to(table_values, (len(splits), *table_values.shape)),
-                              splits[..., None], 2)[..., 0]
+@dataclass(frozen=True, eq=False)
+class UnitCosts:
+    """Bytes per unit of each layer and split (L, 2): BRAM for LPRAM + LGB (CONV layers), BRAM
+    for Act-RAM, Act-RAM every device of the layer holds whatever its share (OCP's inputs), and
+    DRAM traffic per image of the FC weights."""
+
+    weights: np.ndarray
+    activations: np.ndarray
+    activations_fixed: np.ndarray
+    fc_dram: np.ndarray
 
 
-def device_storage(table: LayerTable, part: Partition, park: np.ndarray, capacity: np.ndarray,
-                   value_bytes: float, activation_images: float, fc_batch: int) -> Storage:
+def unit_costs(table: LayerTable, value_bytes: float, activation_images: float, fc_batch: int) -> UnitCosts:
+    conv = (~table.fc)[:, None]
+    return UnitCosts(
+        weights=2.0 * value_bytes * table.weights_per_unit * conv,  # LPRAM + LGB
+        activations=value_bytes * activation_images * table.act_per_unit,
+        activations_fixed=value_bytes * activation_images * table.act_fixed,
+        fc_dram=FC_DRAM_PASSES * value_bytes * table.weights_per_unit * ~conv / fc_batch,
+    )
+
+
+def _per_unit(values: np.ndarray, splits: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(np.broadcast_to(values, (len(splits), *values.shape)), splits[..., None], 2)[..., 0]
+
+
+def device_storage(part: Partition, costs: UnitCosts, park: np.ndarray, capacity: np.ndarray,
+                   value_bytes: float) -> Storage:
     """Memory per device for M mappings; ``park`` (M, N) is the parked fraction of each device."""
-    conv = ~table.fc
-    weights_unit = _per_unit(table.weights_per_unit, part.splits)
-    act_unit, act_fixed = _per_unit(table.act_per_unit, part.splits), _per_unit(table.act_fixed, part.splits)
-    own = (part.chan * (weights_unit * conv)[:, None, :]).sum(-1)
-    act = (part.chan * act_unit[:, None, :] + part.present * act_fixed[:, None, :]).sum(-1)
-    fc_weights = (part.chan * (weights_unit * ~conv)[:, None, :]).sum(-1)
-    weights = 2.0 * value_bytes * own  # LPRAM + LGB
-    activations = value_bytes * activation_images * act
+
+    def total(values: np.ndarray) -> np.ndarray:
+        return (part.chan * _per_unit(values, part.splits)[:, None, :]).sum(-1)
+
+    weights = total(costs.weights)
+    activations = total(costs.activations) + (part.present * _per_unit(costs.activations_fixed, part.splits)[:, None, :]).sum(-1)
     demand = np.clip(park, 0.0, 1.0) * weights
     base = weights - demand + activations
     hosted, unplaced, flows = _place(demand, np.maximum(capacity - base, 0.0), value_bytes)
     need = base + hosted
     spill = np.maximum(need - capacity, 0.0)
-    fc_dram = FC_DRAM_PASSES * value_bytes * fc_weights / fc_batch
-    dram = DRAM_PASSES * (spill + unplaced) + fc_dram
+    dram = DRAM_PASSES * (spill + unplaced) + total(costs.fc_dram)
     return Storage(weights, activations, demand - unplaced, hosted, unplaced, need, spill, dram, flows)
 
 

@@ -35,7 +35,7 @@ from optmap.workload import Workload
 
 from .hardware import FPGA
 from .layers import SPLITS, layer_table
-from .memory import device_storage
+from .memory import device_storage, unit_costs
 from .partition import cut_grid, decode, encode, portion_macs, stage_times, tiles_for
 from .report import build_report
 from .traffic import Routes, central_loads, hop_loads, parked_hops
@@ -130,6 +130,7 @@ class FPDeepCostModel:
         self.routes = Routes(system, self.order)
         self.hop_capacity = self.routes.hop_capacity()
         self.grid = cut_grid(self.table)
+        self.unit_costs = unit_costs(self.table, self.value_bytes, self.activation_images, self.fc_batch)
         self.space = self._space()
         names = self.space.names
         self._cut_cols = [names.index(f"cut:{b}") for b in range(1, system.count)]
@@ -188,7 +189,7 @@ class FPDeepCostModel:
         part = decode(t, X[:, self._cut_cols], splits, self.grid)
         macs = portion_macs(t, part)
         stage = stage_times(macs, t, self.rate, self.budget)
-        store = device_storage(t, part, park, self.bram, self.value_bytes, self.activation_images, self.fc_batch)
+        store = device_storage(part, self.unit_costs, park, self.bram, self.value_bytes)
         dram_time = store.dram / self.dram_rate
         compute_period = np.maximum(stage, dram_time).max(1)
         if self.reduction == "chain":

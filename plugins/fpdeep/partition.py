@@ -27,6 +27,7 @@ import numpy as np
 
 from .layers import LayerTable
 
+DRAM_PASSES = 2  # bytes moved per image for every byte held in DRAM (see .memory)
 BISECTIONS = 64  # halvings of log(hi / lo): the stage time is exact to ~1e-15 relative
 EPS = 1e-12  # float slack in ceilings of exact quotients
 STAGE_TOLERANCE = 1e-9  # relative precision of a multi-portion device's stage time
@@ -137,53 +138,71 @@ def stage_times(macs: np.ndarray, table: LayerTable, rate: np.ndarray, budget: n
 PERIOD_TOLERANCE = 1e-6  # the engine's period is within this relative gap of the optimum
 
 
-def min_period_partition(table: LayerTable, splits: np.ndarray, rate: np.ndarray, budget: np.ndarray,
-                         dram_rate: np.ndarray, dram_per_unit: np.ndarray, traffic: np.ndarray,
-                         link_rate: np.ndarray, hint: float | None = None) -> tuple[np.ndarray, float]:
-    """The unit boundaries (N + 1,) minimising the period: the slowest device's compute (and FC
-    DRAM) time, and the time each link needs for the traffic of the cut before it.
+def min_period_partition(table: LayerTable, splits: np.ndarray, devices: dict, per_unit: dict,
+                         traffic: np.ndarray, hint: float | None = None,
+                         below: float | None = None) -> tuple[np.ndarray, float] | None:
+    """The unit boundaries (N + 1,) minimising the period: every device's stage time — its CE
+    arrays with K×K-rounded tiles, and its DRAM traffic (FC weights, and whatever exceeds its
+    BRAM, priced as in :mod:`.memory` without parking) — and the time each link needs for the
+    traffic of the cut before it.
 
-    ``traffic`` (U + 1,) values per image crossing a cut before each unit (and at the end);
-    ``link_rate`` (N,) values per second the link after each device carries (the last is unused).
+    ``devices``: arrays (N,) ``rate`` (MACs/s of a DSP), ``budget`` (DSPs), ``bram`` (bytes),
+    ``dram_rate`` (B/s) and ``link_rate`` (values/s of the link after the device; the last is
+    unused). ``per_unit``: arrays (L, 2) per unit of each layer and split, ``bram`` and
+    ``dram`` bytes, and ``bram_fixed`` bytes every device of the layer holds. ``traffic``
+    (U + 1,): values per image crossing a cut before each unit (and at the end).
+
     The classic algorithm for min-max partitions of a sequence with monotone interval costs: a
     test "can every device, in order, take as much as fits within period T, ending at a cut its
     link can carry, and cover the chain?" inside a bisection on T. Greedy is exact: the ends one
-    device can reach form a prefix, and starting later never reaches less, so the furthest
-    allowed end is never worse. A feasible test also gives the period its partition achieves,
-    which tightens the upper end. ``hint``, a period near the answer, narrows the first bracket.
-    Devices past the last needed one stay empty. Returns the boundaries and their period, within
-    ``PERIOD_TOLERANCE`` of the optimum.
+    device can reach form a prefix (more units never need fewer DSPs or bytes), and starting later
+    never reaches less, so the furthest allowed end is never worse. A feasible test also gives the
+    period its partition achieves, which tightens the upper end; ``hint``, a period near the
+    answer, narrows the first bracket. Devices past the last needed one stay empty. Returns the
+    boundaries and their period, within ``PERIOD_TOLERANCE`` of the optimum; None, after a
+    single test, when no partition has a period below ``below``.
     """
     splits = np.asarray(splits, int)
     rows = np.arange(len(table))
     units = [int(u) for u in table.units[rows, splits]]
     offset = np.concatenate([[0], np.cumsum(units)]).astype(int)
-    per_unit = [float(v) for v in table.macs_per_unit[rows, splits]]
+    macs = [float(v) for v in table.macs_per_unit[rows, splits]]
     kernel, per_tile = [float(k) for k in table.kernel], [float(v) for v in table.phases * table.kernel]
-    dram = [float(v) for v in dram_per_unit]
-    devices = [(float(r), float(b), float(d)) for r, b, d in zip(rate, budget, dram_rate)]
-    layers, total, n = len(units), int(offset[-1]), len(devices)
+    bram_unit, bram_fixed, dram_unit = ([float(v) for v in per_unit[key][rows, splits]]
+                                        for key in ("bram", "bram_fixed", "dram"))
+    fleet = list(zip(*(np.asarray(devices[key], float).tolist()
+                       for key in ("rate", "budget", "bram", "dram_rate", "link_rate"))))
+    layers, total, n = len(units), int(offset[-1]), len(fleet)
     index, ends = np.arange(total + 1), offset.tolist()
 
     def extend(start: int, limit: int, period: float, device) -> tuple[int, float]:
         """The furthest end ≤ ``limit`` one device reaches from ``start``, and its stage time."""
-        mac_rate, left, dram_rate_j = device
+        mac_rate, left, bram, dram_rate, _ = device
         layer = bisect.bisect_right(ends, start) - 1
-        done, dram_used, achieved = start, 0.0, 0.0
+        done, memory, fc_bytes, achieved = start, 0.0, 0.0, 0.0
+        allowance = period * dram_rate  # DRAM bytes per image that fit the period
         while layer < layers and done < limit:
             speed = kernel[layer] * mac_rate * period  # MACs one tile does within the period
             tiles = left // per_tile[layer]
-            take = math.floor(tiles * speed / per_unit[layer] * (1 + EPS)) if tiles >= 1 else 0
-            while take > 0 and math.ceil(per_unit[layer] * take / speed * (1 - EPS)) > tiles:
+            take = math.floor(tiles * speed / macs[layer] * (1 + EPS)) if tiles >= 1 else 0
+            while take > 0 and math.ceil(macs[layer] * take / speed * (1 - EPS)) > tiles:
                 take -= 1
-            if dram[layer] > 0:
-                take = min(take, math.floor((period * dram_rate_j - dram_used) / dram[layer] * (1 + EPS)))
+            # DRAM bytes = FC bytes + 2 × (BRAM demand over capacity): both linear pieces must fit
+            spare = allowance - fc_bytes
+            over = allowance - fc_bytes - DRAM_PASSES * (memory + bram_fixed[layer] - bram)
+            for budget_bytes, slope in ((spare, dram_unit[layer]), (over, dram_unit[layer] + DRAM_PASSES * bram_unit[layer])):
+                if slope > 0 and budget_bytes < math.inf:
+                    take = min(take, math.floor(budget_bytes / slope * (1 + EPS)))
+                elif budget_bytes < -EPS * allowance:
+                    take = 0
             take = min(take, ends[layer + 1] - done, limit - done)
             if take <= 0:
                 break
-            need = math.ceil(per_unit[layer] * take / speed * (1 - EPS))
-            dram_used += dram[layer] * take
-            achieved = max(achieved, per_unit[layer] * take / (kernel[layer] * mac_rate * need), dram_used / dram_rate_j)
+            need = math.ceil(macs[layer] * take / speed * (1 - EPS))
+            memory += bram_fixed[layer] + bram_unit[layer] * take
+            fc_bytes += dram_unit[layer] * take
+            dram = fc_bytes + DRAM_PASSES * max(0.0, memory - bram)
+            achieved = max(achieved, macs[layer] * take / (kernel[layer] * mac_rate * need), dram / dram_rate)
             left -= per_tile[layer] * need
             done += take
             if done < ends[layer + 1]:
@@ -194,11 +213,11 @@ def min_period_partition(table: LayerTable, splits: np.ndarray, rate: np.ndarray
     def reach(period: float) -> tuple[list[int], float] | None:
         """Boundaries of the greedy partition at ``period`` and its achieved period, or None."""
         bounds, achieved, cache = [0], 0.0, {}
-        for j, device in enumerate(devices):
+        for j, device in enumerate(fleet):
             start = bounds[-1]
             end, time = extend(start, total, period, device)
             if j < n - 1 and end < total:
-                limit = link_rate[j] * period
+                limit = device[4] * period
                 if limit not in cache:  # the last allowed cut at or before each unit
                     cache[limit] = np.maximum.accumulate(np.where(traffic <= limit * (1 + EPS), index, -1))
                 allowed = int(cache[limit][end])
@@ -206,12 +225,14 @@ def min_period_partition(table: LayerTable, splits: np.ndarray, rate: np.ndarray
                     return None
                 if allowed < end:
                     end, time = extend(start, allowed, period, device)
-                time = max(time, traffic[end] / link_rate[j])
+                time = max(time, traffic[end] / device[4])
             bounds.append(end)
             achieved = max(achieved, time)
         return (bounds, achieved) if bounds[-1] == total else None
 
-    bound = float(table.work.sum() / (budget * rate).sum())  # perfect balance: a lower bound
+    if below is not None and reach(below) is None:
+        return None
+    bound = float(table.work.sum() / (np.asarray(devices["budget"]) * devices["rate"]).sum())  # perfect balance
     lo = hi = bound
     found, step = reach(bound), 0.02
     if found is None and hint is not None and hint > bound:
@@ -223,7 +244,7 @@ def min_period_partition(table: LayerTable, splits: np.ndarray, rate: np.ndarray
     while found is None:
         lo, hi, step = hi, bound * (1 + step), 2 * step
         found = reach(hi)
-        if step > 1e9:
+        if step > 1e12:
             raise ValueError("no partition fits: a layer portion cannot get one tile on any device")
     bounds, hi = found
     while hi > lo * (1 + PERIOD_TOLERANCE):
