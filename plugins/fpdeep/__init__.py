@@ -1,8 +1,9 @@
 """FPDeep (Wang, Geng, Li, Jin, Herbordt): CNN training as one fine-grained pipeline on a chain of FPGAs.
 
-Accelerators ``vc709`` (XC7VX690T, 150 Gb/s per FPGA: 75 Gb/s per link and direction) and
-``vc709-250`` (250 Gb/s); cost model ``fpdeep`` (period, throughput, per-link traffic, BRAM);
-engine ``fpdeep`` (the balanced chain partition).
+Accelerators ``vc709`` (XC7VX690T; options ``link_ports``, ``port_gbps``, ``clock_mhz``, ... — by
+default 150 Gb/s per FPGA: 75 Gb/s per link and direction) and ``vc709-250`` (250 Gb/s); cost
+model ``fpdeep`` (period, throughput, per-link traffic, BRAM); engine ``fpdeep`` (the balanced
+chain partition).
 """
 
 from optmap.hookspecs import hookimpl
@@ -10,10 +11,8 @@ from optmap.hookspecs import hookimpl
 
 @hookimpl
 def optmap_register_accelerators(register):
-    from optmap.plugins.fpdeep.hardware import PRESETS
-
-    for name, fpga in PRESETS.items():
-        register(name, fpga)
+    register("vc709", "optmap.plugins.fpdeep.hardware:vc709")  # a factory: link_ports, port_gbps, ... options
+    register("vc709-250", "optmap.plugins.fpdeep.hardware:vc709_250")
 
 
 @hookimpl

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from .layers import LayerTable
 from .memory import overflow_fraction
@@ -53,11 +53,11 @@ def ocp_candidates(table: LayerTable) -> tuple[np.ndarray, np.ndarray]:
     return table.units[:, 1] > table.units[:, 0], ocp_worst < icp_worst * (1 - 1e-12)
 
 
-class FPDeepSearch:
+class FPDeepSearch(SearchEngine):
     """FPDeep's mapping: exact balanced chain partition with link limits, ICP/OCP choice, parameter balancing."""
 
-    requires = frozenset()
-    exact = False  # the period is exact for fixed splits; the splits and the parking are greedy
+    accepts = (FPDeepCostModel,)
+    exact = False  # the period is exact for fixed splits without parking; splits and parking are greedy
 
     def __init__(self, *, split_sweeps: int = 2, repair_rounds: int = 50) -> None:
         """``split_sweeps``: rounds over the cut layers trying the other split (0: ICP only);
@@ -67,9 +67,8 @@ class FPDeepSearch:
         self.split_sweeps, self.repair_rounds = split_sweeps, repair_rounds
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
+        """Plans for the period (throughput); candidates are kept by the problem's first objective."""
         model = evaluator.cost_model
-        if not isinstance(model, FPDeepCostModel):
-            raise OptmapError("engine 'fpdeep' plans FPDeep's formulation; use [cost] model = \"fpdeep\"")
         self.model, self.evaluator = model, evaluator
         finer, lighter = ocp_candidates(model.table)
         best, best_value = None, np.inf
@@ -77,7 +76,7 @@ class FPDeepSearch:
             if best is not None and (start == self._splits(best)).all():
                 continue
             x, value = self._candidate(start.astype(int))
-            if value < best_value * (1 - 1e-12):
+            if best is None or value < best_value - 1e-12 * abs(best_value):
                 best, best_value = x, value
         detail = self._detail(best)
         for _ in range(self.split_sweeps):
@@ -88,20 +87,20 @@ class FPDeepSearch:
                     continue
                 splits = self._splits(best)
                 splits[layer] = 1 - splits[layer]
-                below = best_value * (1 - 1e-9)
-                if self._partition(splits, below=below, memory=False) is None:
+                period = float(detail["period"][0])
+                if self._partition(splits, below=period * (1 - 1e-9), memory=False) is None:
                     continue  # not even without memory limits can these splits beat the plan
-                x, value = self._candidate(splits, hint=best_value)
-                if value < below:
+                x, value = self._candidate(splits, hint=period)
+                if value < best_value - 1e-9 * abs(best_value):
                     best, best_value, detail, improved = x, value, self._detail(x), True
             if not improved:
                 break
-        repairs = 0
-        if self._partition(self._splits(best), below=best_value * (1 - 1e-9), memory=False) is not None:
+        repairs, period = 0, float(detail["period"][0])
+        if self._partition(self._splits(best), below=period * (1 - 1e-9), memory=False) is not None:
             best, best_value, repairs = self._repair(best, best_value)  # memory costs time: repair
         detail = self._detail(best)
         parked = detail["_detail"]["store"].parked[0]
-        return {"period_us": best_value * 1e6, "cut_layers": len(self._cut_layers(detail)),
+        return {"period_us": float(detail["period"][0]) * 1e6, "cut_layers": len(self._cut_layers(detail)),
                 "ocp_layers": int(self._splits(best).sum()), "parked_devices": int((parked > 0).sum()),
                 "repairs": repairs, "bound": "links" if detail["link_demand"][0] >= 1 - 1e-9 else "compute"}
 
@@ -142,18 +141,18 @@ class FPDeepSearch:
         return m.vector(found[0], splits), found[1]
 
     def _candidate(self, splits: np.ndarray, hint: float | None = None) -> tuple[np.ndarray, float]:
-        """Steps 1 and 3 for ``splits``: the partition, with parameter balancing where a device
-        overflows; the plan that holds the excess in DRAM instead is scored only if balancing
-        costs time (the parked weights load the links), so a tie keeps balancing."""
+        """Steps 1 and 3 for ``splits``: the partition with parameter balancing where a device
+        overflows, and the same partition holding the excess in DRAM; balancing is scored first,
+        so a tie keeps it."""
         m = self.model
-        x, period = self._partition(splits, hint)
+        x, _ = self._partition(splits, hint)
         if m._park_cols:  # park just enough of every overflowing device's weights
             fraction = overflow_fraction(self._detail(x)["_detail"]["store"], m.bram)[0]
             if (fraction > 0).any():
                 balanced = x.copy()
                 balanced[m._park_cols] = np.ceil(fraction * m.park_levels - 1e-9)
                 value = self._score(balanced)
-                if value <= period * (1 + 1e-9) or self.evaluator.exhausted:
+                if self.evaluator.exhausted:
                     return balanced, value
                 spill = self._score(x)
                 return (balanced, value) if value <= spill else (x, spill)
@@ -198,7 +197,7 @@ class FPDeepSearch:
                 break
             values = self.evaluator(np.array(candidates))[:, 0]
             k = int(np.argmin(values))
-            if values[k] >= value * (1 - 1e-12):
+            if values[k] >= value - 1e-12 * abs(value):
                 break
             x, value, moves = candidates[k], float(values[k]), moves + 1
         return x, value, moves

@@ -1,8 +1,9 @@
 """FPGA accelerators for FPDeep: the resource tuple of note §1.2 / Table 3, and the VC709 board.
 
-Until ``Accelerator.attrs`` lands in the core, the FPGA resources are fields of a subclass of
-:class:`optmap.system.Accelerator`, so every core function (topologies, ``System``) treats an
-:class:`FPGA` as an ordinary accelerator.
+An FPGA is an :class:`optmap.system.Accelerator` whose ``attrs`` hold FPDeep's hardware
+constraint parameters: ``dsp_slices``, ``bram_bytes``, ``luts``, ``flip_flops``,
+``transceivers``, ``clock_hz`` and ``macs_per_dsp`` of the CE arrays, and ``link_ports`` /
+``port_gbps`` of its links. ``memory_bytes`` / ``memory_bandwidth`` are the board's DRAM.
 
 Links. FPDeep counts inter-FPGA bandwidth in transceiver ports: a link to one neighbour carries
 ``link_ports × port_gbps`` in **each** direction (full-duplex lanes; forward streams use the
@@ -19,7 +20,11 @@ per-direction rate, so the ``chain`` and ``mesh2d`` topologies give every link e
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Annotated
+
+from annotated_types import Ge, Gt
 
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
@@ -45,88 +50,105 @@ DEFAULT_CLOCK_MHZ = 200.0
 # value for every network, so our GOPS/J differs from the paper's only through our GOPS.
 DEFAULT_BOARD_WATTS = 31.6
 
+PositiveInt = Annotated[int, Ge(1)]
+Positive = Annotated[float, Gt(0)]
+
 
 @dataclass(frozen=True)
-class FPGA(Accelerator):
-    """An FPGA board: the Accelerator fields plus FPDeep's hardware constraint tuple (Table 3).
+class FPGAResources:
+    """What the fpdeep cost model reads from an FPGA accelerator's ``attrs``."""
 
-    ``bram_bytes`` is the on-chip block RAM; ``memory_bytes`` / ``memory_bandwidth`` are the
-    board's DRAM; ``network_bandwidth`` is one link's per-direction rate (``link_ports ×
-    port_gbps``). ``peak_flops`` is 2 × DSPs × clock × ``macs_per_dsp``.
-    """
+    dsp_slices: float
+    bram_bytes: float
+    clock_hz: float
+    macs_per_dsp: float
 
-    dsp_slices: int = 0
-    bram_bytes: float = 0.0
-    luts: int = 0
-    flip_flops: int = 0
-    transceivers: int = 0
-    clock_hz: float = 0.0
-    macs_per_dsp: int = 1
-    link_ports: int = 0
-    port_gbps: float = 0.0
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        owner = f"FPGA '{self.name}'"
-        for name in ("dsp_slices", "bram_bytes", "clock_hz", "macs_per_dsp", "link_ports", "port_gbps"):
-            value = getattr(self, name)
+    @classmethod
+    def of(cls, device: Accelerator, index: int) -> "FPGAResources":
+        attrs = device.attrs
+        values = {}
+        for key in ("dsp_slices", "bram_bytes", "clock_hz", "macs_per_dsp"):
+            value = attrs.get(key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise OptmapError(f"{owner}: {name} must be a number > 0, got {value!r}")
+                raise OptmapError(
+                    f"fpdeep needs FPGA accelerators (e.g. \"vc709\", \"vc709-250\"): device {index} "
+                    f"('{device.name}') has no attrs.{key} > 0"
+                )
+            values[key] = float(value)
+        return cls(**values)
 
-    @property
-    def macs_per_second(self) -> float:
-        """MACs per second of all DSP slices at full use."""
-        return self.dsp_slices * self.macs_per_dsp * self.clock_hz
+
+def fpga(
+    name: str,
+    *,
+    dsp_slices: int,
+    bram_bytes: float,
+    clock_hz: float,
+    link_ports: int,
+    port_gbps: float,
+    dram_bytes: float,
+    dram_bandwidth: float,
+    board_watts: float | None = None,
+    macs_per_dsp: int = 1,
+    description: str = "",
+    **resources: int,
+) -> Accelerator:
+    """An FPGA accelerator, SI units: its CE arrays' peak is 2 × DSPs × clock × ``macs_per_dsp``."""
+    for key, value in (("dsp_slices", dsp_slices), ("bram_bytes", bram_bytes), ("clock_hz", clock_hz),
+                       ("link_ports", link_ports), ("port_gbps", port_gbps), ("macs_per_dsp", macs_per_dsp)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise OptmapError(f"FPGA '{name}': {key} must be a number > 0, got {value!r} (a link needs bandwidth)")
+    return Accelerator(
+        name=name,
+        peak_flops={"default": 2.0 * dsp_slices * clock_hz * macs_per_dsp},
+        memory_bytes=dram_bytes,
+        memory_bandwidth=dram_bandwidth,
+        network_bandwidth=gbps_to_bytes_per_s(link_ports * port_gbps),
+        power_watts=board_watts,
+        description=description,
+        attrs={"dsp_slices": dsp_slices, "bram_bytes": float(bram_bytes), "clock_hz": float(clock_hz),
+               "macs_per_dsp": macs_per_dsp, "link_ports": link_ports, "port_gbps": float(port_gbps), **resources},
+    )
 
 
 def vc709(
     *,
-    link_ports: int = 3,
-    port_gbps: float = 25.0,
-    clock_mhz: float = DEFAULT_CLOCK_MHZ,
-    macs_per_dsp: int = 1,
-    board_watts: float = DEFAULT_BOARD_WATTS,
-    name: str | None = None,
-) -> FPGA:
-    """A Xilinx VC709 board (one XC7VX690T), FPDeep's test platform (§6.1).
+    link_ports: PositiveInt = 3,
+    port_gbps: Positive = 25.0,
+    clock_mhz: Positive = DEFAULT_CLOCK_MHZ,
+    macs_per_dsp: PositiveInt = 1,
+    board_watts: Positive = DEFAULT_BOARD_WATTS,
+) -> Accelerator:
+    """Xilinx VC709 board (one XC7VX690T), FPDeep's test platform; 3 x 25 Gb/s per link and direction.
 
-    ``link_ports`` transceivers of ``port_gbps`` per link and direction (3 × 25 = the paper's
-    150 Gb/s per FPGA on a chain; 5 × 25 = 250 Gb/s); ``clock_mhz`` of the CE arrays (assumed,
-    see DEFAULT_CLOCK_MHZ); ``macs_per_dsp`` per cycle (note §5.6); ``board_watts`` measured board
-    power (from Table 6, see DEFAULT_BOARD_WATTS).
+    Options: ``link_ports`` transceivers of ``port_gbps`` per link and direction (3 × 25 = the
+    paper's 150 Gb/s per FPGA on a chain; 5 × 25 = its 250 Gb/s); ``clock_mhz`` of the CE arrays
+    (assumed, see DEFAULT_CLOCK_MHZ); ``macs_per_dsp`` per cycle (note §5.6); ``board_watts``
+    measured board power (from Table 6, see DEFAULT_BOARD_WATTS).
     """
-    for key, value in (("link_ports", link_ports), ("port_gbps", port_gbps), ("clock_mhz", clock_mhz),
-                       ("macs_per_dsp", macs_per_dsp), ("board_watts", board_watts)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise OptmapError(f"vc709: {key} must be a number > 0, got {value!r} (a link needs bandwidth)")
-    per_link_gbps = link_ports * port_gbps
-    clock_hz = clock_mhz * 1e6
-    peak = 2.0 * XC7VX690T["dsp_slices"] * macs_per_dsp * clock_hz
-    return FPGA(
-        name=name or "vc709",
-        peak_flops={"default": peak},
-        memory_bytes=gib_to_bytes(VC709_DRAM_GIB),
-        memory_bandwidth=gBps_to_bytes_per_s(VC709_DRAM_GBPS_BYTES),
-        network_bandwidth=gbps_to_bytes_per_s(per_link_gbps),
-        power_watts=board_watts,
-        description=(
-            f"Xilinx VC709 (XC7VX690T: 3600 DSP, 1470 x 36 Kb BRAM) at {clock_mhz:g} MHz; "
-            f"{link_ports} x {port_gbps:g} Gb/s = {per_link_gbps:g} Gb/s per link and direction (FPDeep)"
-        ),
+    if isinstance(board_watts, bool) or not isinstance(board_watts, (int, float)) or not board_watts > 0:
+        raise OptmapError(f"vc709: board_watts must be a number > 0, got {board_watts!r}")
+    if isinstance(clock_mhz, bool) or not isinstance(clock_mhz, (int, float)) or not clock_mhz > 0:
+        raise OptmapError(f"vc709: clock_mhz must be a number > 0, got {clock_mhz!r}")
+    return fpga(
+        "vc709",
         dsp_slices=XC7VX690T["dsp_slices"],
-        bram_bytes=float(XC7VX690T["bram_blocks"] * BRAM_BLOCK_BYTES),
+        bram_bytes=XC7VX690T["bram_blocks"] * BRAM_BLOCK_BYTES,
+        clock_hz=clock_mhz * 1e6,
+        link_ports=link_ports,
+        port_gbps=port_gbps,
+        dram_bytes=gib_to_bytes(VC709_DRAM_GIB),
+        dram_bandwidth=gBps_to_bytes_per_s(VC709_DRAM_GBPS_BYTES),
+        board_watts=board_watts,
+        macs_per_dsp=macs_per_dsp,
+        description=(f"Xilinx VC709 (XC7VX690T: 3600 DSP, 1470 x 36 Kb BRAM) at {clock_mhz:g} MHz; "
+                     f"{link_ports} x {port_gbps} Gb/s per link and direction (FPDeep)"),
         luts=XC7VX690T["luts"],
         flip_flops=XC7VX690T["flip_flops"],
         transceivers=XC7VX690T["transceivers"],
-        clock_hz=clock_hz,
-        macs_per_dsp=macs_per_dsp,
-        link_ports=link_ports,
-        port_gbps=port_gbps,
     )
 
 
-# The two link variants of the paper, as presets: 150 Gb/s and 250 Gb/s per FPGA on a chain.
-PRESETS = {
-    "vc709": vc709(),
-    "vc709-250": vc709(link_ports=5, name="vc709-250"),
-}
+def vc709_250() -> Accelerator:
+    """Xilinx VC709 with FPDeep's 250 Gb/s per FPGA: 5 x 25 Gb/s per chain link and direction."""
+    return dataclasses.replace(vc709(link_ports=5), name="vc709-250")

@@ -27,13 +27,13 @@ from typing import Literal
 
 import numpy as np
 
-from optmap.cost import BATCH, CostReport
+from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
 from optmap.system import System
 from optmap.workload import Workload
 
-from .hardware import FPGA
+from .hardware import FPGAResources
 from .layers import SPLITS, layer_table
 from .memory import device_storage, unit_costs
 from .partition import cut_grid, decode, encode, portion_macs, stage_times, tiles_for
@@ -57,12 +57,15 @@ def pipeline_order(system: System) -> list[int]:
     return [row * x + (col if row % 2 == 0 else x - 1 - col) for row in range(y) for col in range(x)]
 
 
-class FPDeepCostModel:
+class FPDeepCostModel(CostModel):
     """FPDeep: fine-grained pipelined CNN training on a chain of FPGAs (period, throughput, links, BRAM)."""
 
+    formulation = "fpdeep"
     capabilities = frozenset({BATCH})
     metrics = METRICS
-    primary_metric = "period"  # throughput = 1 / period is to be maximised (§4.4: "throughput, i.e. epoch/h")
+    primary_metric = "throughput"  # §4.4: the target is "throughput, i.e. epoch/h"
+    senses = {name: "max" for name in ("throughput", "gops_per_fpga", "gops_per_fpga_allocated", "gops_per_joule",
+                                       "epochs_per_hour")}
 
     def __init__(
         self,
@@ -106,21 +109,16 @@ class FPDeepCostModel:
         if park_levels < 0:
             raise OptmapError(f"park_levels must be >= 0, got {park_levels}")
         devices = system.devices
-        for i, device in enumerate(devices):
-            if not isinstance(device, FPGA):
-                raise OptmapError(
-                    f"fpdeep needs FPGA accelerators (e.g. \"vc709\", \"vc709-250\"); device {i} is "
-                    f"'{device.name}'"
-                )
+        fpgas = [FPGAResources.of(device, i) for i, device in enumerate(devices)]
         self.workload, self.system = workload, system
         self.table = layer_table(workload, first_layer_eb=first_layer_eb, op_count=op_count)
         self.value_bytes = float(workload.bytes_per_element)
         self.activation_images, self.memory_fallback = float(activation_images), memory_fallback
         self.fc_batch = int(fc_batch or workload.batch)
         self.weight_passes, self.park_levels, self.epoch_images = weight_passes, park_levels, epoch_images
-        self.rate = np.array([d.clock_hz * d.macs_per_dsp for d in devices], float)
-        self.budget = np.array([np.floor(dsp_budget * d.dsp_slices) for d in devices], float)
-        self.bram = np.array([d.bram_bytes for d in devices], float)
+        self.rate = np.array([f.clock_hz * f.macs_per_dsp for f in fpgas], float)
+        self.budget = np.array([np.floor(dsp_budget * f.dsp_slices) for f in fpgas], float)
+        self.bram = np.array([f.bram_bytes for f in fpgas], float)
         self.dram_rate = np.array([d.memory_bandwidth for d in devices], float)
         self.power = float(sum(d.power_watts or 0.0 for d in devices))
         self._check_fits(devices)
@@ -132,10 +130,10 @@ class FPDeepCostModel:
         self.grid = cut_grid(self.table)
         self.unit_costs = unit_costs(self.table, self.value_bytes, self.activation_images, self.fc_batch)
         self.space = self._space()
-        names = self.space.names
-        self._cut_cols = [names.index(f"cut:{b}") for b in range(1, system.count)]
-        self._split_cols = [names.index(f"split:{n}") for n in self.table.names]
-        self._park_cols = [names.index(f"park:{j}") for j in range(system.count)] if park_levels else []
+        column = lambda name: self.space.columns(name).start  # noqa: E731
+        self._cut_cols = [column(f"cut:{b}") for b in range(1, system.count)]
+        self._split_cols = [column(f"split:{n}") for n in self.table.names]
+        self._park_cols = [column(f"park:{j}") for j in range(system.count)] if park_levels else []
 
     # --- validation and the design space ------------------------------------------------------
     def _check_fits(self, devices) -> None:
@@ -161,11 +159,16 @@ class FPDeepCostModel:
         variables += [categorical(f"split:{name}", SPLITS, layer=name) for name in self.table.names]
         if self.park_levels:
             variables += [integer(f"park:{j}", 0, self.park_levels, device=j) for j in range(n)]
-        return DesignSpace(tuple(variables))
+        return DesignSpace(tuple(variables), repair=self._sort_cuts)
+
+    def _sort_cuts(self, X: np.ndarray) -> np.ndarray:
+        """The formulation's repair: cuts are a set, written in order (device b ends at cut b)."""
+        X[:, self._cut_cols] = np.sort(X[:, self._cut_cols], axis=1)
+        return X
 
     def vector(self, bounds, splits, park=None) -> np.ndarray:
         """The space vector of unit boundaries (N + 1,), splits (L,) and park levels (N,)."""
-        x = np.zeros(len(self.space))
+        x = np.zeros(self.space.width)
         splits = np.asarray(splits, int)
         x[self._cut_cols] = encode(self.table, np.asarray(bounds, float), splits, self.grid)
         x[self._split_cols] = splits
@@ -176,7 +179,7 @@ class FPDeepCostModel:
     def plans(self) -> dict[str, Mapping]:
         """``coarse``: FPDeep's coarse phase (§3.2) — equal work per device, all ICP, no parking."""
         n = self.system.count
-        x = np.zeros(len(self.space))
+        x = np.zeros(self.space.width)
         x[self._cut_cols] = np.rint(np.arange(1, n) / n * self.grid)
         return {"coarse": self.space.decode(x)}
 

@@ -14,11 +14,11 @@ def test_run_prints_every_fpga_and_writes_json(tmp_path, capsys):
     out = tmp_path / "vgg16.json"
     assert main(["run", str(PROBLEMS / "vgg16-15.toml"), "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    for word in ("period", "throughput", "epochs_per_hour", "FPGA 1", "FPGA 15", "layers", "DSPs", "on-chip MB",
-                 "link Gb/s", "GOPS"):
+    for word in ("period", "throughput", "epochs_per_hour", "devices", "fpga", "layers", "DSPs", "on-chip MB",
+                 "BRAM %", "link Gb/s", "GOPS", "features.0 all, features.2 II 0:"):
         assert word in text
     report = json.loads(out.read_text())["report"]
-    devices = report["plan"]["devices"]
+    devices = report["tables"]["devices"]
     assert len(devices) == 15 and all(0 < d["DSPs"] <= 2880 for d in devices)  # 80 % of 3600 DSPs
     assert "features.0" in devices[0]["layers"] and "classifier.6" in devices[-1]["layers"]
     assert report["plan"]["links"] and report["metrics"]["throughput"] > 0

@@ -9,7 +9,7 @@ import pytest
 import optmap
 from optmap.errors import OptmapError
 from optmap.plugins.fpdeep.engine import FPDeepSearch
-from optmap.plugins.fpdeep.hardware import FPGA
+from optmap.plugins.fpdeep.hardware import fpga
 from optmap.plugins.fpdeep.model import FPDeepCostModel
 from optmap.plugins.generic.exhaustive import ExhaustiveSearch
 from optmap.plugins.generic.random_search import RandomSearch
@@ -28,14 +28,14 @@ def tiny_model(count, gbps, bram, park_levels):
     """Two 3x3 convs (3->4->4) on 8x8 images, on FPGAs of 100 DSPs (80 usable: two 27-DSP tile sets)."""
     b = WorkloadBuilder("tiny", (3, 8, 8))
     b.conv2d(b.conv2d("input", 4, 3, padding=1, name="c1"), 4, 3, padding=1, name="c2")
-    fpga = FPGA(name="tiny", peak_flops=1e9, memory_bytes=1e9, memory_bandwidth=1e6, network_bandwidth=1e5,
-                power_watts=1.0, dsp_slices=100, bram_bytes=bram, clock_hz=1e6, link_ports=1, port_gbps=0.001)
-    system = chain([GroupSpec(fpga, count)], bandwidth_gbps=gbps, latency_us=0.0)
+    tiny = fpga("tiny", dsp_slices=100, bram_bytes=bram, clock_hz=1e6, link_ports=1, port_gbps=0.001,
+                dram_bytes=1e9, dram_bandwidth=1e6, board_watts=1.0)
+    system = chain([GroupSpec(tiny, count)], bandwidth_gbps=gbps, latency_us=0.0)
     return FPDeepCostModel(b.build(4), system, park_levels=park_levels)
 
 
 def run(engine, model, budget=Budget()):
-    evaluator = Evaluator(model, ["period"], budget=budget)
+    evaluator = Evaluator(model, ["period"], budget=budget)  # minimised; the engines see -throughput alike
     engine.search(evaluator, 0)
     return float(evaluator.best_f[0]), evaluator.evaluations
 
@@ -85,12 +85,12 @@ def test_paper_choices_at_15_fpgas():
     assert alex.metrics["parked_bytes"] == 0 and alex.metrics["max_bram_use"] < 1  # §6.3.1: no balancing
     vgg = optmap.solve(problem("vgg16")).report
     assert vgg.metrics["parked_bytes"] > 0  # §6.3.1: VGG needs parameter balancing
-    assert any(row["hosted MB"] > 0 for row in vgg.plan["devices"])
+    assert any(row["hosted MB"] > 0 for row in vgg.tables["devices"])
 
 
 def test_engine_refuses_other_formulations():
     p = optmap.load(Path(__file__).resolve().parents[3] / "problems" / "accpar" / "homog-lenet.toml")
-    with pytest.raises(OptmapError, match="FPDeep's formulation"):
+    with pytest.raises(OptmapError, match="plans only for fpdeep"):
         optmap.solve(p, engine="fpdeep")
     with pytest.raises(OptmapError, match="split_sweeps"):
         FPDeepSearch(split_sweeps=-1)

@@ -28,7 +28,7 @@ def check_report(model, report):
     if report.feasible:
         for link in report.plan["links"]:
             assert link["Gb/s"] <= link["capacity Gb/s"] * (1 + 1e-9), link
-    for pos, row in enumerate(report.plan["devices"]):
+    for pos, row in enumerate(report.tables["devices"]):
         over = row["on-chip MB"] * 1e6 - model.bram[pos]
         if over > 0:
             assert row["DRAM MB/img"] * 1e6 >= 2 * over * (1 - 1e-9)

@@ -8,7 +8,7 @@ from optmap.plugins.fpdeep.layers import layer_table
 from optmap.plugins.fpdeep.model import pipeline_order
 from optmap.plugins.fpdeep.partition import cut_grid, decode, encode
 from optmap.plugins.fpdeep.traffic import Routes, central_loads, cut_traffic, hop_loads
-from optmap.plugins.fpdeep.hardware import PRESETS
+from optmap.plugins.fpdeep.hardware import vc709
 from optmap.plugins.hardware.topologies import chain, mesh2d
 from optmap.plugins.zoo.models import vgg16
 from optmap.system import GroupSpec
@@ -85,7 +85,7 @@ def test_closed_form_equals_the_flow_simulation():
 
 
 def routes(topology, n, **options):
-    system = topology([GroupSpec(PRESETS["vc709"], n)], **options)
+    system = topology([GroupSpec(vc709(), n)], **options)
     return Routes(system, pipeline_order(system))
 
 
