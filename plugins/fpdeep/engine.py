@@ -25,7 +25,8 @@
    devices involved (:meth:`FPDeepSearch._repair`), keeping improving moves.
 
 With the "central" (2-D) reduction the links do not follow the cuts, so step 1 balances compute
-only and the cost model checks the links. Every candidate is scored by the evaluator, so the
+only, the cost model checks the links, and step 4 (whose test needs step 1's link limits) is
+skipped. Every candidate is scored by the evaluator, so the
 plan is the cost model's best one seen.
 """
 
@@ -96,7 +97,8 @@ class FPDeepSearch(SearchEngine):
             if not improved:
                 break
         repairs, period = 0, float(detail["period"][0])
-        if self._partition(self._splits(best), below=period * (1 - 1e-9), memory=False) is not None:
+        if model.reduction == "chain" and self._partition(self._splits(best), below=period * (1 - 1e-9),
+                                                           memory=False) is not None:
             best, best_value, repairs = self._repair(best, best_value)  # memory costs time: repair
         detail = self._detail(best)
         parked = detail["_detail"]["store"].parked[0]

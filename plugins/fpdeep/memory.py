@@ -27,7 +27,7 @@ time is part of the device's stage time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class Storage:
     need: np.ndarray  # on-chip demand after parking (Eq. 12's per-device storage)
     spill: np.ndarray  # need above BRAM (held in DRAM)
     dram: np.ndarray  # DRAM bytes moved per image, FC weights included
-    flows: list = field(default_factory=list)  # per mapping: (donor, user, weight values) triples
+    flows: "Flows"  # the parked weight blocks
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,27 +96,43 @@ def device_storage(part: Partition, costs: UnitCosts, park: np.ndarray, capacity
     return Storage(weights, activations, demand - unplaced, hosted, unplaced, need, spill, dram, flows)
 
 
+@dataclass(frozen=True)
+class Flows:
+    """Parked weight blocks of M mappings: mapping ``row``, ``donor`` and ``user`` devices, and the
+    weight ``values`` (their gradients, as many, travel back)."""
+
+    row: np.ndarray
+    donor: np.ndarray
+    user: np.ndarray
+    values: np.ndarray
+
+    def of(self, row: int):
+        """(donor, user, values) of one mapping."""
+        mine = self.row == row
+        return zip(self.donor[mine].tolist(), self.user[mine].tolist(), self.values[mine].tolist())
+
+
 def _place(demand: np.ndarray, spare: np.ndarray, value_bytes: float):
-    """Greedy placement of parked bytes: deepest user first, nearest donor, upstream first."""
+    """Greedy placement of parked bytes, vectorised over mappings: deepest user first, each from
+    the nearest devices with room, upstream first."""
     m, n = demand.shape
-    hosted, unplaced = np.zeros_like(demand), demand.copy()
-    flows: list[list[tuple[int, int, float]]] = [[] for _ in range(m)]
-    for row in np.flatnonzero((demand > 0).any(1)):
-        room = spare[row].copy()
-        for user in np.flatnonzero(demand[row] > 0)[::-1]:
-            left = demand[row, user]
-            for donor in [*range(user - 1, -1, -1), *range(user + 1, n)]:
-                if left <= 0:
-                    break
-                take = min(left, room[donor])
-                if take <= 0:
-                    continue
-                room[donor] -= take
-                hosted[row, donor] += take
-                left -= take
-                flows[row].append((donor, int(user), take / (2.0 * value_bytes)))  # weight values
-            unplaced[row, user] = left
-    return hosted, unplaced, flows
+    room, hosted, unplaced = spare.copy(), np.zeros_like(demand), demand.copy()
+    parts = []
+    for user in range(n - 1, -1, -1):
+        left = demand[:, user]
+        if not (left > 0).any():
+            continue
+        order = np.concatenate([np.arange(user - 1, -1, -1), np.arange(user + 1, n)])  # nearest first
+        avail = room[:, order]
+        take = np.clip(left[:, None] - (np.cumsum(avail, axis=1) - avail), 0.0, avail)
+        room[:, order] -= take
+        hosted[:, order] += take
+        unplaced[:, user] = left - take.sum(1)
+        rows, k = np.nonzero(take > 0)
+        parts.append((rows, order[k], np.full(len(rows), user), take[rows, k] / (2.0 * value_bytes)))
+    columns = [np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, int if i < 3 else float)
+               for i in range(4)]
+    return hosted, np.maximum(unplaced, 0.0), Flows(*columns)
 
 
 def overflow_fraction(storage: Storage, capacity: np.ndarray) -> np.ndarray:

@@ -17,8 +17,18 @@ Decisions (the design space, shared vocabulary with AccPar, see :mod:`.layers`):
 Scoring (details and equations in :mod:`.partition`, :mod:`.memory`, :mod:`.traffic`): each
 device's stage time from its DSPs (exact tile allocation with K×K rounding), DRAM time of FC
 weights and of any fall-back, the period max over devices; the link bound from the per-image
-traffic of every link; throughput = min of both. Metrics are SI: seconds, bytes, images/s; GOPS
-and Gb/s are named as such.
+traffic of every link; throughput = min of both.
+
+Metrics (SI: seconds, bytes, images/s; GOPS and Gb/s named as such): ``throughput`` (maximised;
+FPDeep Eq. 7 read as a rate, note §5.1) and ``period``; ``compute_period`` (the period if links
+were free); ``gops_per_fpga`` (useful ops, ``op_count``) and ``gops_per_fpga_allocated`` (2 ×
+clock × DSPs of the CE arrays rate-matched to the period); ``gops_per_joule``; ``epochs_per_hour``
+and ``hours_per_epoch``; ``idle``, the share of the DSP budget's cycles without useful work at the
+compute period (K×K rounding, DSPs a portion cannot use, imbalance, DRAM waits; link stalls are
+not idle stages); ``max_link_gbps`` per direction at the achieved throughput and ``link_demand``
+(link time ÷ compute period, ≥ 1 when a link binds); ``variance`` (Eq. 5 over devices' work);
+``storage_bytes`` (Eq. 12: the largest on-chip demand) and ``max_bram_use``; ``parked_bytes``,
+``dram_bytes`` per image, ``power_watts``, ``energy_per_image``.
 """
 
 from __future__ import annotations
@@ -197,7 +207,7 @@ class FPDeepCostModel(CostModel):
         compute_period = np.maximum(stage, dram_time).max(1)
         if self.reduction == "chain":
             hops = hop_loads(t, part)
-            fwd, bwd = parked_hops(store.flows, n, self.weight_passes)
+            fwd, bwd = parked_hops(store.flows, len(X), n, self.weight_passes)
             loads = self.routes.chain_loads(hops + fwd, hops + bwd)
         else:
             loads = central_loads(t, part, store.flows, self.routes, self.weight_passes)
@@ -209,7 +219,7 @@ class FPDeepCostModel(CostModel):
             dsps = t.phases * t.kernel * tiles
             work = (macs * t.phases).sum(-1)  # (M, N) DSP-cycles of every device per image
             allocated = (dsps.sum(-1) * self.rate).sum(1)  # MACs/s of the rate-matched CE arrays
-            idle = 1.0 - work.sum(1) * throughput / allocated
+            idle = 1.0 - work.sum(1) / ((self.budget * self.rate).sum() * compute_period)
             ops_min = work.min(1)
             variance = np.where(ops_min > 0, ((work - ops_min[:, None]) / ops_min[:, None]).sum(1), np.inf)  # Eq. 5
         ops = t.ops_per_image

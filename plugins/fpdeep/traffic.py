@@ -87,16 +87,17 @@ def unit_traffic(table: LayerTable, splits: np.ndarray) -> np.ndarray:
     return np.append(cut_traffic(table, layer, within, splits[layer]), 0.0)
 
 
-def parked_hops(flows: list, n: int, passes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Forward / backward hop loads (M, N - 1) of parked weights and their gradients."""
-    fwd, bwd = np.zeros((len(flows), n - 1)), np.zeros((len(flows), n - 1))
-    for row, triples in enumerate(flows):
-        for donor, user, values in triples:
-            lo, hi = min(donor, user), max(donor, user)
-            towards, back = (fwd, bwd) if donor < user else (bwd, fwd)
-            towards[row, lo:hi] += passes * values
-            back[row, lo:hi] += values
-    return fwd, bwd
+def parked_hops(flows, m: int, n: int, passes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Forward / backward hop loads (M, N - 1) of parked weights (``passes`` times towards their
+    user) and their gradients (once back), from :class:`.memory.Flows`."""
+    fwd, bwd = np.zeros((m, n)), np.zeros((m, n))  # difference arrays over the hops
+    lo, hi = np.minimum(flows.donor, flows.user), np.maximum(flows.donor, flows.user)
+    downstream = flows.donor < flows.user  # the weights travel forward
+    for target, values in ((fwd, np.where(downstream, passes, 1) * flows.values),
+                           (bwd, np.where(downstream, 1, passes) * flows.values)):
+        np.add.at(target, (flows.row, lo), values)
+        np.add.at(target, (flows.row, hi), -values)
+    return np.cumsum(fwd, axis=1)[:, :-1], np.cumsum(bwd, axis=1)[:, :-1]
 
 
 class Routes:
@@ -145,7 +146,7 @@ class Routes:
         return forward @ self.hop_forward + backward @ self.hop_backward
 
 
-def central_loads(table: LayerTable, part: Partition, flows: list, routes: Routes, passes: int) -> np.ndarray:
+def central_loads(table: LayerTable, part: Partition, flows, routes: Routes, passes: int) -> np.ndarray:
     """Loads per directed edge (M, E) with the 2-D scheme: direct transfers, central reductions."""
     last, producer = layer_spans(part)
     loads = np.zeros((len(part.chan), len(routes.edges)))
@@ -174,7 +175,7 @@ def central_loads(table: LayerTable, part: Partition, flows: list, routes: Route
                     send(j, p, inputs)  # partial input errors, reduced at p
                     send(j, j1, c[j] * per_unit)
                     send(j1, j, c[j] * per_unit)
-        for donor, user, values in flows[row] if flows else ():
+        for donor, user, values in flows.of(row):
             send(donor, user, passes * values)
             send(user, donor, values)
     return loads

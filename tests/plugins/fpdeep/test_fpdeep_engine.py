@@ -3,7 +3,6 @@ evaluations), and the scaling behaviour the paper reports."""
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import optmap

@@ -48,8 +48,8 @@ def test_overflow_is_parked_on_the_nearest_upstream_devices():
     assert s.hosted[0].tolist() == [308, 124, 0]
     assert s.need[0].tolist() == [1632 + 308, 1500, 1376 - 432]
     assert s.spill[0].tolist() == [0, 0, 0] and s.unplaced[0].tolist() == [0, 0, 0]
-    assert s.flows[0] == [(1, 2, 124 / 8), (0, 2, 308 / 8)]  # weight values (half of each block is gradients)
-    fwd, bwd = parked_hops(s.flows, 3, passes=2)
+    assert list(s.flows.of(0)) == [(1, 2, 124 / 8), (0, 2, 308 / 8)]  # weight values (half of each block: gradients)
+    fwd, bwd = parked_hops(s.flows, 1, 3, passes=2)
     # weights travel to device 2 twice per image (FP and EB), their gradients back once
     assert fwd[0].tolist() == [2 * 308 / 8, 2 * 432 / 8] and bwd[0].tolist() == [308 / 8, 432 / 8]
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from optmap.plugins.fpdeep.layers import layer_table
+from optmap.plugins.fpdeep.memory import Flows
 from optmap.plugins.fpdeep.model import pipeline_order
 from optmap.plugins.fpdeep.partition import cut_grid, decode, encode
 from optmap.plugins.fpdeep.traffic import Routes, central_loads, cut_traffic, hop_loads
@@ -101,7 +102,7 @@ def test_central_reduction_on_a_chain_by_hand():
     r = routes(chain, 3)
     part = decode(table, encode(table, np.array([0.0, 1, 2, 3]), np.array([0]), cut_grid(table))[None],
                   np.array([[0]]), cut_grid(table))
-    loads = central_loads(table, part, [[]], r, passes=2)[0]
+    loads = central_loads(table, part, Flows(*(np.zeros(0, int),) * 3, np.zeros(0)), r, passes=2)[0]
     by_edge = {edge: loads[k] for k, edge in enumerate(r.edges)}
     psum, inputs = 4 * 16, 16  # 4 output channels of 4x4; one input channel of 4x4
     # 0 -> 1: device 1's inputs, device 2's inputs, device 0's partial sums (to device 2)
