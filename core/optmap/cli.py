@@ -121,7 +121,7 @@ class _Progress:
         if now - self.started < 1.0 or (self.logged is not None and now - self.logged < self.every):
             return
         self.logged = now
-        best = evaluator.best_f[0] if evaluator.best_f is not None else float("nan")
+        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
         total = evaluator.budget.evaluations
         done = f"{evaluator.evaluations:,}" + (f"/{total:,}" if total else "")
         print(f"{self.label}: {done} evaluations, best {best:.6g}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
@@ -139,7 +139,7 @@ class _Progress:
                                 TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=evaluator.budget.evaluations, best="-")
-        best = evaluator.best_f[0] if evaluator.best_f is not None else float("nan")
+        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
         self.bar.update(self.task, completed=evaluator.evaluations, best=f"{best:.5g}")
 
     def close(self) -> None:

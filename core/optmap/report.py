@@ -10,7 +10,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from optmap.search import SearchResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from optmap.search import SearchResult
 
 
 def fmt(value: Any) -> str:

@@ -1,7 +1,7 @@
 """Built-in hardware plugin: accelerator presets and topology builders.
 
 Accelerators (sources in :mod:`optmap.plugins.hardware.accelerators`): ``tpu-v2``, ``tpu-v3``
-(AccPar Table 7 and Sec. 6.1), ``v100``, ``a100``, ``titan-rtx`` (NVIDIA datasheets).
+(AccPar Table 7 and Sec. 6.1), ``v100``, ``a100``, ``titan-rtx``, ``h100`` (NVIDIA datasheets).
 
 Topologies (:mod:`optmap.plugins.hardware.topologies`): ``fully-connected``, ``ring``, ``chain``,
 ``mesh2d``, ``torus2d``, ``hierarchical``. Problem-file options use Gb/s (``*_gbps``, G = 1e9

@@ -83,4 +83,18 @@ TITAN_RTX = Accelerator(
     description="NVIDIA TITAN RTX (spec sheet); network 10 Gb/s Ethernet (assumption)",
 )
 
-PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX)}
+# NVIDIA H100 SXM5 80 GB datasheet (dense tensor-core rates, without sparsity): 989.4 TFLOPS
+# bf16/fp16, 1,978.9 fp8, 494.7 tf32, 66.9 fp32 and fp64 tensor; 80 GB HBM3 at 3.35 TB/s; NVLink
+# 900 GB/s bidirectional; up to 700 W.
+H100 = Accelerator(
+    name="h100",
+    peak_flops={"bf16": tflops_to_flops(989.4), "fp16": tflops_to_flops(989.4), "fp8": tflops_to_flops(1978.9),
+                "tf32": tflops_to_flops(494.7), "fp32": tflops_to_flops(66.9), "fp64": tflops_to_flops(66.9)},
+    memory_bytes=gib_to_bytes(80),
+    memory_bandwidth=gBps_to_bytes_per_s(3350),
+    network_bandwidth=gBps_to_bytes_per_s(900),
+    power_watts=700,
+    description="NVIDIA H100 SXM5 80 GB (datasheet, dense); network = NVLink 900 GB/s aggregate",
+)
+
+PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX, H100)}

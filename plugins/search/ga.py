@@ -30,6 +30,9 @@ from optmap.search import Evaluator, SearchEngine
 from .seeding import seed_vectors
 
 
+MATING_TRIES = 10
+
+
 class GeneticSearch(SearchEngine):
     """Genetic algorithm (pymoo GA; NSGA-II for several objectives) on any design space."""
 
@@ -70,17 +73,22 @@ class GeneticSearch(SearchEngine):
         from pymoo.algorithms.moo.nsga2 import NSGA2
         from pymoo.algorithms.soo.nonconvex.ga import GA
 
-        from .operators import MixedCrossover, MixedMutation, SpaceRepair
+        from .operators import MixedCrossover, MixedMutation, RowHashElimination, SpaceRepair
 
         kind = NSGA2 if n_obj > 1 else GA
-        return kind(
+        algorithm = kind(
             pop_size=self.pop_size,
             sampling=sampling,
             crossover=MixedCrossover(space, prob=self.crossover_prob),
             mutation=MixedMutation(space, rate=self.mutation_rate),
             repair=SpaceRepair(space),
-            eliminate_duplicates=True,
+            eliminate_duplicates=RowHashElimination(),
         )
+        # pymoo retries mating up to 100 times to fill a generation with unseen offspring; in a
+        # small or mostly explored space that is all the time a run takes. Ten tries, then the
+        # generation goes on with the unseen offspring it has (none: the GA has converged).
+        algorithm.mating.n_max_iterations = MATING_TRIES
+        return algorithm
 
     @staticmethod
     def _tell_values(problem, pop, F: np.ndarray, violation: np.ndarray) -> None:
