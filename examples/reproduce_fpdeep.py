@@ -206,6 +206,7 @@ them.
 |---|---|---|
 | clock, MACs per DSP (§5.6) | 200 MHz, 1 MAC per DSP per cycle (assumed; Table 6 implies ≈ 200.9 MHz) | `vc709` `clock_mhz`, `macs_per_dsp` |
 | DSP use | the CE arrays may use 80 % of the 3,600 DSPs (§6.3.1 "roughly 80%") | `dsp_budget = 0.8` |
+| resources (Eqs. 8–11, §5.5) | CE arrays on DSPs, buffers in BRAM (α = β = 1); LUT/FF costs f2, f3 are not given and not modelled | — |
 | tiles (§5.10, §6.3.3) | a layer portion has FP, EB and PG arrays of t tiles of K×K DSPs each; a device gives its portions the tiles that minimise its stage time | — |
 | values | the workload's dtype: fp32 (Table 6 caption) for weights, activations and link traffic | `[workload] dtype` |
 | links (§5.16) | "150 Gb/s per FPGA" = 6 ports of 25 Gb/s, 3 per chain link: 75 Gb/s per link and direction; 250 Gb/s = 5 ports per link | `vc709` `link_ports`, `port_gbps`; preset `vc709-250` |

@@ -17,7 +17,9 @@ Decisions (the design space, shared vocabulary with AccPar, see :mod:`.layers`):
 Scoring (details and equations in :mod:`.partition`, :mod:`.memory`, :mod:`.traffic`): each
 device's stage time from its DSPs (exact tile allocation with K×K rounding), DRAM time of FC
 weights and of any fall-back, the period max over devices; the link bound from the per-image
-traffic of every link; throughput = min of both.
+traffic of every link; throughput = min of both. Resources (Eqs. 8–11): CE arrays on DSPs and
+buffers in BRAM (α = β = 1, note §5.5), so Eq. 11 is the DSP budget and Eq. 10 the BRAM check;
+the LUT and FF costs f2, f3 are not given by the paper and are not modelled.
 
 Metrics (SI: seconds, bytes, images/s; GOPS and Gb/s named as such): ``throughput`` (maximised;
 FPDeep Eq. 7 read as a rate, note §5.1) and ``period``; ``compute_period`` (the period if links
