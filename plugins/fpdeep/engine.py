@@ -2,8 +2,9 @@
 
 1. Coarse + fine phase and link check as one exact step: for the chosen splits, the unit
    boundaries that minimise the period — the slowest device's stage time with K×K-rounded tiles
-   (and the FC layers' DRAM time), and the time each chain link needs for the traffic of its cut
-   — by a bisection on the period with a greedy test (:func:`.partition.min_period_partition`).
+   and its DRAM time (FC weights, and whatever exceeds its BRAM when nothing is parked), and the
+   time each chain link needs for the traffic of its cut — by a bisection on the period with a
+   greedy test (:func:`.partition.min_period_partition`).
    This is the "exact solution in polynomial time" the paper claims for a chain of layers; it
    replaces the coarse equal split, the paper's unspecified local repair (note §5.11) and the
    separate link check of note §3 step 5 (a cut a link cannot carry is never chosen).
@@ -15,10 +16,10 @@
    without memory limits, a lower bound, can beat the plan.
 3. Resource check and parameter balancing (§3.4.2), for every candidate of step 2: a device over
    its BRAM parks just enough of its weights on devices with room (the cost model places them).
-   Where that loads a link enough to cost time, the plan holding the excess in DRAM is scored
-   too and the better kept; a tie keeps balancing, the paper's preference (abstract: "it is
-   preferable to store excess weights in neighboring devices rather than in local off-chip
-   memory").
+   The same partition holding the excess in DRAM is scored after it and kept only if strictly
+   better (parked weights load the links): a tie keeps balancing, the paper's preference
+   (abstract: "it is preferable to store excess weights in neighboring devices rather than in
+   local off-chip memory").
 4. Memory repair: step 1 is exact when nothing is parked; parking couples neighbouring devices.
    Step 1 with BRAM ignored bounds every parking or fall-back from below; when the plan does not
    reach that bound, memory costs time, and a local search moves park levels and cuts near the
@@ -26,8 +27,9 @@
 
 With the "central" (2-D) reduction the links do not follow the cuts, so step 1 balances compute
 only, the cost model checks the links, and step 4 (whose test needs step 1's link limits) is
-skipped. Every candidate is scored by the evaluator, so the
-plan is the cost model's best one seen.
+skipped. Every candidate is scored by the evaluator, so the plan is the cost model's best one
+seen. The engine plans for the period (throughput); the problem's first objective chooses among
+its candidates.
 """
 
 from __future__ import annotations
@@ -111,10 +113,10 @@ class FPDeepSearch(SearchEngine):
         return float(self.evaluator(x[None])[0, 0])
 
     def _splits(self, x: np.ndarray) -> np.ndarray:
-        return np.rint(x[self.model._split_cols]).astype(int)
+        return np.rint(x[self.model.split_columns]).astype(int)
 
     def _detail(self, x: np.ndarray) -> dict:
-        return self.model._evaluate(x[None])
+        return self.model.scored(x[None])
 
     @staticmethod
     def _cut_layers(detail: dict) -> list[int]:
@@ -148,11 +150,11 @@ class FPDeepSearch(SearchEngine):
         so a tie keeps it."""
         m = self.model
         x, _ = self._partition(splits, hint)
-        if m._park_cols:  # park just enough of every overflowing device's weights
+        if m.park_columns:  # park just enough of every overflowing device's weights
             fraction = overflow_fraction(self._detail(x)["_detail"]["store"], m.bram)[0]
             if (fraction > 0).any():
                 balanced = x.copy()
-                balanced[m._park_cols] = np.ceil(fraction * m.park_levels - 1e-9)
+                balanced[m.park_columns] = np.ceil(fraction * m.park_levels - 1e-9)
                 value = self._score(balanced)
                 if self.evaluator.exhausted:
                     return balanced, value
@@ -179,13 +181,13 @@ class FPDeepSearch(SearchEngine):
             if not len(near):
                 break
             bounds, splits = part.bounds[0], part.splits[0]
-            park = x[m._park_cols] if m._park_cols else None
+            park = x[m.park_columns] if m.park_columns else None
             candidates = []
             for j in near:
                 for step in (-1, 1):
                     if park is not None and 0 <= park[j] + step <= m.park_levels:
                         trial = x.copy()
-                        trial[m._park_cols[j]] += step
+                        trial[m.park_columns[j]] += step
                         candidates.append(trial)
                 for cut in (j, j + 1):
                     for step in (-2, -1, 1, 2):

@@ -143,9 +143,9 @@ class FPDeepCostModel(CostModel):
         self.unit_costs = unit_costs(self.table, self.value_bytes, self.activation_images, self.fc_batch)
         self.space = self._space()
         column = lambda name: self.space.columns(name).start  # noqa: E731
-        self._cut_cols = [column(f"cut:{b}") for b in range(1, system.count)]
-        self._split_cols = [column(f"split:{n}") for n in self.table.names]
-        self._park_cols = [column(f"park:{j}") for j in range(system.count)] if park_levels else []
+        self.cut_columns = [column(f"cut:{b}") for b in range(1, system.count)]
+        self.split_columns = [column(f"split:{n}") for n in self.table.names]
+        self.park_columns = [column(f"park:{j}") for j in range(system.count)] if park_levels else []
 
     # --- validation and the design space ------------------------------------------------------
     def _check_fits(self, devices) -> None:
@@ -175,33 +175,35 @@ class FPDeepCostModel(CostModel):
 
     def _sort_cuts(self, X: np.ndarray) -> np.ndarray:
         """The formulation's repair: cuts are a set, written in order (device b ends at cut b)."""
-        X[:, self._cut_cols] = np.sort(X[:, self._cut_cols], axis=1)
+        X[:, self.cut_columns] = np.sort(X[:, self.cut_columns], axis=1)
         return X
 
     def vector(self, bounds, splits, park=None) -> np.ndarray:
         """The space vector of unit boundaries (N + 1,), splits (L,) and park levels (N,)."""
         x = np.zeros(self.space.width)
         splits = np.asarray(splits, int)
-        x[self._cut_cols] = encode(self.table, np.asarray(bounds, float), splits, self.grid)
-        x[self._split_cols] = splits
-        if self._park_cols:
-            x[self._park_cols] = np.zeros(self.system.count) if park is None else park
+        x[self.cut_columns] = encode(self.table, np.asarray(bounds, float), splits, self.grid)
+        x[self.split_columns] = splits
+        if self.park_columns:
+            x[self.park_columns] = np.zeros(self.system.count) if park is None else park
         return x
 
     def plans(self) -> dict[str, Mapping]:
         """``coarse``: FPDeep's coarse phase (§3.2) — equal work per device, all ICP, no parking."""
         n = self.system.count
         x = np.zeros(self.space.width)
-        x[self._cut_cols] = np.rint(np.arange(1, n) / n * self.grid)
+        x[self.cut_columns] = np.rint(np.arange(1, n) / n * self.grid)
         return {"coarse": self.space.decode(x)}
 
     # --- scoring ------------------------------------------------------------------------------
-    def _evaluate(self, X: np.ndarray) -> dict:
+    def scored(self, X: np.ndarray) -> dict:
+        """Every metric (arrays over the rows of X), ``feasible``, and under ``_detail`` the
+        partition, storage, loads and DSPs behind them (for reports and the fpdeep engine)."""
         t, n = self.table, self.system.count
         X = np.atleast_2d(np.asarray(X, float))
-        splits = np.rint(X[:, self._split_cols]).astype(int)
-        park = X[:, self._park_cols] / self.park_levels if self._park_cols else np.zeros((len(X), n))
-        part = decode(t, X[:, self._cut_cols], splits, self.grid)
+        splits = np.rint(X[:, self.split_columns]).astype(int)
+        park = X[:, self.park_columns] / self.park_levels if self.park_columns else np.zeros((len(X), n))
+        part = decode(t, X[:, self.cut_columns], splits, self.grid)
         macs = portion_macs(t, part)
         stage = stage_times(macs, t, self.rate, self.budget)
         store = device_storage(part, self.unit_costs, park, self.bram, self.value_bytes)
@@ -249,12 +251,12 @@ class FPDeepCostModel(CostModel):
         """Every metric for every row of X, vectorised over chunks of rows."""
         parts = []
         for start in range(0, len(X), chunk):
-            out = self._evaluate(X[start:start + chunk])
+            out = self.scored(X[start:start + chunk])
             out.pop("_detail")
             parts.append(out)
         return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
 
     def evaluate(self, mapping: Mapping) -> CostReport:
-        out = self._evaluate(mapping.array[None])
+        out = self.scored(mapping.array[None])
         return build_report(self, out)
 
