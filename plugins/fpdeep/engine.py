@@ -29,7 +29,8 @@ With the "central" (2-D) reduction the links do not follow the cuts, so step 1 b
 only, the cost model checks the links, and step 4 (whose test needs step 1's link limits) is
 skipped. Every candidate is scored by the evaluator, so the plan is the cost model's best one
 seen. The engine plans for the period (throughput); the problem's first objective chooses among
-its candidates.
+its candidates. Pinned splits (``[fix]``, ``--fix split:<layer>=III``) are kept; other pinned
+decisions are imposed by the evaluator on the engine's plans.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import numpy as np
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
-from .layers import LayerTable
+from .layers import SPLITS, LayerTable
 from .memory import overflow_fraction
 from .model import FPDeepCostModel
 from .partition import min_period_partition
@@ -74,11 +75,16 @@ class FPDeepSearch(SearchEngine):
         model = evaluator.cost_model
         self.model, self.evaluator = model, evaluator
         finer, lighter = ocp_candidates(model.table)
+        pinned = evaluator.space.pinned  # decisions fixed by [fix] / --fix: splits are kept as pinned
+        fixed = np.array([f"split:{name}" in pinned for name in model.table.names])
+        pins = np.array([SPLITS.index(pinned.get(f"split:{name}", SPLITS[0])) for name in model.table.names])
+        finer, lighter = finer & ~fixed, lighter & ~fixed
         best, best_value = None, np.inf
         for start in (0 * finer, finer, finer | lighter):  # ICP everywhere (§4.1), then OCP where it may help
+            start = np.where(fixed, pins, start.astype(int))
             if best is not None and (start == self._splits(best)).all():
                 continue
-            x, value = self._candidate(start.astype(int))
+            x, value = self._candidate(start)
             if best is None or value < best_value - 1e-12 * abs(best_value):
                 best, best_value = x, value
         detail = self._detail(best)

@@ -93,3 +93,11 @@ def test_engine_refuses_other_formulations():
         optmap.solve(p, engine="fpdeep")
     with pytest.raises(OptmapError, match="split_sweeps"):
         FPDeepSearch(split_sweeps=-1)
+
+
+def test_pinned_splits_are_kept():
+    pinned = optmap.load(PROBLEMS / "alexnet-15.toml", overrides=['fix={"split:conv1"="II"}'])
+    report = optmap.solve(pinned).report
+    assert report.plan["splits"]["conv1"] == "II"
+    # ICP can cut AlexNet's 3-channel conv1 at only 3 places, so the pinned plan is slower
+    assert report.metrics["throughput"] < optmap.solve(problem("alexnet")).report.metrics["throughput"]
