@@ -34,7 +34,7 @@ def engine_speed(repeats: int) -> None:
             times.append(time.perf_counter() - start)
         m = result.report.metrics
         print(f"   {variant} Gb/s: median {statistics.median(times):.3f} s, best {min(times):.3f} s "
-              f"({result.evaluations} evaluations; {m['throughput']:.1f} img/s, {result.extra['bound']}-bound)")
+              f"({result.evaluations} evaluations; {m['throughput']:.1f} img/s, {result.report.plan['bound']}-bound)")
 
 
 def batch_speed() -> None:

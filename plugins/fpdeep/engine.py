@@ -110,9 +110,8 @@ class FPDeepSearch(SearchEngine):
             best, best_value, repairs = self._repair(best, best_value)  # memory costs time: repair
         detail = self._detail(best)
         parked = detail["_detail"]["store"].parked[0]
-        return {"period_us": float(detail["period"][0]) * 1e6, "cut_layers": len(self._cut_layers(detail)),
-                "ocp_layers": int(self._splits(best).sum()), "parked_devices": int((parked > 0).sum()),
-                "repairs": repairs, "bound": "links" if detail["link_demand"][0] >= 1 - 1e-9 else "compute"}
+        return {"cut_layers": len(self._cut_layers(detail)), "ocp_layers": int(self._splits(best).sum()),
+                "parked_devices": int((parked > 0).sum()), "repairs": repairs}
 
     # --- helpers ------------------------------------------------------------------------------
     def _score(self, x: np.ndarray) -> float:

@@ -78,6 +78,8 @@ class FPDeepCostModel(CostModel):
     primary_metric = "throughput"  # §4.4: the target is "throughput, i.e. epoch/h"
     senses = {name: "max" for name in ("throughput", "gops_per_fpga", "gops_per_fpga_allocated", "gops_per_joule",
                                        "epochs_per_hour")}
+    units = {"gops_per_fpga": "GOPS", "gops_per_fpga_allocated": "GOPS", "gops_per_joule": "GOPS/J",
+             "epochs_per_hour": "1/h", "hours_per_epoch": "h", "max_link_gbps": "Gb/s", "energy_per_image": "J"}
 
     def __init__(
         self,

@@ -102,12 +102,10 @@ def build_report(model, out: dict) -> CostReport:
         reason = "a device hosts more layer portions than its DSPs can give one K×K tile each"
     elif not feasible:
         reason = "a device needs more on-chip memory than its BRAM and memory_fallback = \"none\""
-    part = out["_detail"]["part"]
-    plan = {
+    plan = {  # the splits and portions are in the layer rows and the devices table
         "bound": "links" if metrics["link_demand"] >= 1 - 1e-9 else "compute",
         "reduction": model.reduction,
-        "splits": {name: SPLITS[s] for name, s in zip(model.table.names, part.splits[0])},
-        "boundaries": [int(b) for b in part.bounds[0]],
+        "boundaries": [int(b) for b in out["_detail"]["part"].bounds[0]],
         "links": link_rows(model, out),
     }
     tables = {"devices": device_rows(model, out)}

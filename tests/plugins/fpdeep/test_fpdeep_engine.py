@@ -80,7 +80,8 @@ def test_throughput_never_falls_when_fpgas_are_added_below_the_link_limit():
 
 def test_paper_choices_at_15_fpgas():
     alex = optmap.solve(problem("alexnet")).report
-    assert alex.plan["splits"]["conv1"] == "III"  # §4.1: OCP for AlexNet's 3-channel first layer
+    splits = {row.name: row.decisions["split"] for row in alex.layers}
+    assert splits["conv1"] == "III"  # §4.1: OCP for AlexNet's 3-channel first layer
     assert alex.metrics["parked_bytes"] == 0 and alex.metrics["max_bram_use"] < 1  # §6.3.1: no balancing
     vgg = optmap.solve(problem("vgg16")).report
     assert vgg.metrics["parked_bytes"] > 0  # §6.3.1: VGG needs parameter balancing
@@ -98,6 +99,6 @@ def test_engine_refuses_other_formulations():
 def test_pinned_splits_are_kept():
     pinned = optmap.load(PROBLEMS / "alexnet-15.toml", overrides=['fix={"split:conv1"="II"}'])
     report = optmap.solve(pinned).report
-    assert report.plan["splits"]["conv1"] == "II"
+    assert report.layers[0].name == "conv1" and report.layers[0].decisions["split"] == "II"
     # ICP can cut AlexNet's 3-channel conv1 at only 3 places, so the pinned plan is slower
     assert report.metrics["throughput"] < optmap.solve(problem("alexnet")).report.metrics["throughput"]
