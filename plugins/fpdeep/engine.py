@@ -35,7 +35,10 @@ decisions are imposed by the evaluator on the engine's plans.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
+from annotated_types import Ge, Le
 
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
@@ -63,7 +66,8 @@ class FPDeepSearch(SearchEngine):
     accepts = (FPDeepCostModel,)
     exact = False  # the period is exact for fixed splits without parking; splits and parking are greedy
 
-    def __init__(self, *, split_sweeps: int = 2, repair_rounds: int = 50) -> None:
+    def __init__(self, *, split_sweeps: Annotated[int, Ge(0), Le(100)] = 2,
+                 repair_rounds: Annotated[int, Ge(0), Le(100_000)] = 50) -> None:
         """``split_sweeps``: rounds over the cut layers trying the other split (0: ICP only);
         ``repair_rounds``: rounds of the memory repair (step 4; 0: none)."""
         if split_sweeps < 0 or repair_rounds < 0:

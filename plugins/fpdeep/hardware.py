@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Annotated
 
-from annotated_types import Ge, Gt
+from annotated_types import Ge, Gt, Le
 
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
@@ -50,7 +50,6 @@ DEFAULT_CLOCK_MHZ = 200.0
 # value for every network, so our GOPS/J differs from the paper's only through our GOPS.
 DEFAULT_BOARD_WATTS = 31.6
 
-PositiveInt = Annotated[int, Ge(1)]
 Positive = Annotated[float, Gt(0)]
 
 
@@ -113,10 +112,10 @@ def fpga(
 
 def vc709(
     *,
-    link_ports: PositiveInt = 3,
+    link_ports: Annotated[int, Ge(1), Le(XC7VX690T["transceivers"])] = 3,
     port_gbps: Positive = 25.0,
     clock_mhz: Positive = DEFAULT_CLOCK_MHZ,
-    macs_per_dsp: PositiveInt = 1,
+    macs_per_dsp: Annotated[int, Ge(1), Le(4)] = 1,
     board_watts: Positive = DEFAULT_BOARD_WATTS,
 ) -> Accelerator:
     """Xilinx VC709 board (one XC7VX690T), FPDeep's test platform; 3 x 25 Gb/s per link and direction.

@@ -35,7 +35,9 @@ not idle stages); ``max_link_gbps`` per direction at the achieved throughput and
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from annotated_types import Ge, Gt, Le
 
 import numpy as np
 
@@ -86,16 +88,16 @@ class FPDeepCostModel(CostModel):
         workload: Workload,
         system: System,
         *,
-        dsp_budget: float = 0.8,
-        activation_images: float = 1.0,
-        fc_batch: int | None = None,
+        dsp_budget: Annotated[float, Gt(0), Le(1)] = 0.8,
+        activation_images: Annotated[float, Ge(0)] = 1.0,
+        fc_batch: Annotated[int, Ge(1), Le(1 << 20)] | None = None,
         memory_fallback: Literal["dram", "none"] = "dram",
         op_count: Literal["ir", "macs"] = "ir",
         first_layer_eb: bool = True,
         reduction: Literal["auto", "chain", "central"] = "auto",
-        weight_passes: int = 2,
-        park_levels: int = 8,
-        epoch_images: int = IMAGENET_TRAIN_IMAGES,
+        weight_passes: Annotated[int, Ge(1), Le(16)] = 2,
+        park_levels: Annotated[int, Ge(0), Le(1024)] = 8,
+        epoch_images: Annotated[int, Ge(1), Le(10**12)] = IMAGENET_TRAIN_IMAGES,
     ) -> None:
         """Options (each an open point of the paper, note §5):
 
