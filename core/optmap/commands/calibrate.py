@@ -13,7 +13,6 @@ measurements next to it (``<out>.json``), which ``optmap calibrate --refit`` fit
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
