@@ -23,7 +23,7 @@ from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError
 from optmap.workload import Workload, WorkloadBuilder
 
-from optmap.plugins.onnx.ops import Attention
+from optmap.workload.general_ops import Attention
 
 from .recurrent import LSTM
 

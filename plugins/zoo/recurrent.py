@@ -1,4 +1,4 @@
-"""The recurrent op kind of the workload IR: ``lstm`` (attention is the IR's ``attention`` kind, :mod:`optmap.plugins.onnx.ops`).
+"""The recurrent op kind of the workload IR: ``lstm`` (attention is the IR's ``attention`` kind, :mod:`optmap.workload.general_ops`).
 
 Shapes are per sample and features-last: a sequence is ``(T, F)``.
 
