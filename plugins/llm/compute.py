@@ -18,9 +18,13 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
   device copy over the datasheet HBM3 rate), ``half_dim`` = 200 and ``launch`` = 15 µs fitted on
   the Megatron GEMM shards of hidden 2048 and 8192 (``gemm-shards.json``) and checked on the
   held-out hidden 4096 and 12288 shards: mean error 7.4 %, worst 22 % (a small launch-bound shard).
-* ``a100``: ``half_dim`` and ``launch`` carried over from the H100 fit (same GEMM shapes, an
-  assumption); ``gemm`` and ``memory`` fitted on published Megatron-LM iteration times on DGX A100
-  clusters (:mod:`optmap.plugins.llm.calibration`, ``docs/reproductions/llm.md``), never on one run.
+* ``a100``: ``half_dim`` is the H100's scaled by the two GPUs' ridge points (datasheet peak FLOP/s
+  over HBM bytes/s: 312 T / 2,039 G = 153 against 989.4 T / 3,350 G = 295 FLOP per byte), on the
+  reading that a thin GEMM loses to its operand traffic, which costs relatively less on the
+  A100: 200 × 153 / 295 = 104 (an assumption: no A100 GEMMs were measured); ``launch`` is the
+  H100's (host-side); ``gemm`` and ``memory`` are fitted on published Megatron-LM iteration times
+  on DGX A100 clusters of three sources at once (:mod:`optmap.plugins.llm.calibration`, held-out
+  errors by source in ``docs/reproductions/llm.md``), never on one run.
 * any other accelerator: the ``a100`` fractions (an assumption, reported by the cost model).
 """
 
@@ -42,8 +46,10 @@ class Efficiency:
 
 
 H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
-# Fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun it to refit.
-A100_FIT = Efficiency(gemm=0.81, memory=0.80, half_dim=H100_FIT.half_dim, launch=H100_FIT.launch)
+RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
+# gemm and memory fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun to refit.
+A100_FIT = Efficiency(gemm=0.79, memory=0.70, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
+                      launch=H100_FIT.launch)
 
 EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "a100": A100_FIT}
 
