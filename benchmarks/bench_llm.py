@@ -41,8 +41,9 @@ def phases(overrides: list[str], out: Path) -> dict[str, float]:
     clock = time.process_time
     marks = {"start": clock()}
     import optmap.commands.run  # noqa: F401  (what the CLI imports before reading the problem)
+    from optmap.output import json_text, save
     from optmap.problem import load
-    from optmap.report import result_table, report_tables, write_json
+    from optmap.report import result_table, report_tables
     from optmap.run import solve
     from rich.console import Console
 
@@ -51,7 +52,7 @@ def phases(overrides: list[str], out: Path) -> dict[str, float]:
     marks["problem"] = clock()
     result = solve(problem)
     marks["search"] = clock()
-    write_json(out, {"problem": problem.spec, **result.to_json()})
+    save(out, json_text({"problem": problem.spec, **result.to_json()}))
     console = Console(file=open(os.devnull, "w"), width=220)
     for table in [result_table(result), *report_tables(result)]:
         console.print(table)

@@ -23,10 +23,9 @@ import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
-
 from optmap.plugins.hardware.accelerators import A100
 from optmap.plugins.transformer.workload import build
-from optmap.system import GroupSpec
+from optmap.system import Accelerator, GroupSpec
 
 from .cluster import dgx_a100
 from .compute import A100_FIT, Device, Efficiency
@@ -38,10 +37,11 @@ GEMM_GRID = np.round(np.arange(0.70, 0.901, 0.01), 3)
 MEMORY_GRID = np.round(np.arange(0.55, 1.001, 0.05), 3)
 
 
-def model_for(run: Run, dtype: str = "fp16") -> Megatron3DCostModel:
-    """The megatron-3d model of a run on a DGX-A100 cluster of exactly its GPU count."""
-    system = dgx_a100([GroupSpec(A100, run.gpus)])
-    return Megatron3DCostModel(build(run.config, run.batch, dtype), system, **run.options)
+def model_for(run: Run, dtype: str = "fp16", accelerator: Accelerator = A100, **options) -> Megatron3DCostModel:
+    """The megatron-3d model of a run on a DGX-A100 cluster of exactly its GPU count (``options``
+    are cost-model options on top of the run's own)."""
+    system = dgx_a100([GroupSpec(accelerator, run.gpus)])
+    return Megatron3DCostModel(build(run.config, run.batch, dtype), system, **{**run.options, **options})
 
 
 @dataclass
@@ -63,10 +63,12 @@ def cases(which=None) -> list[Case]:
     return out
 
 
-def predict(case: Case, eff: Efficiency = A100_FIT) -> tuple[float, dict]:
-    """Best feasible predicted iteration time of a run, and that plan's decisions and columns."""
+def predict(case: Case, eff: Efficiency | None = None) -> tuple[float, dict]:
+    """Best feasible predicted iteration time of a run, and that plan's decisions and columns;
+    ``eff`` replaces the fitted roofline's constants (None: the model's own compute)."""
     m = case.model
-    m.device = Device(m.device.peak_flops, m.device.memory_bandwidth, eff)
+    if eff is not None:
+        m.device = Device(m.device.peak_flops, m.device.memory_bandwidth, eff)
     values, cols = plan_table(m, case.allowed)
     ok = np.flatnonzero(cols.get("feasible", np.zeros(0, bool)))
     if not len(ok):
@@ -76,15 +78,20 @@ def predict(case: Case, eff: Efficiency = A100_FIT) -> tuple[float, dict]:
                                     **{k: float(c[i]) for k, c in cols.items()}}
 
 
-def errors(cs: list[Case], eff: Efficiency) -> np.ndarray:
+def errors(cs: list[Case], eff: Efficiency | None = None) -> np.ndarray:
     """Relative errors (predicted / measured - 1) of the runs ``cs``."""
     return np.array([predict(c, eff)[0] / c.run.measured_s - 1.0 for c in cs])
 
 
 def grid(cs: list[Case]) -> dict[tuple[float, float], np.ndarray]:
-    """The errors of every run of ``cs`` at every (gemm, memory) of the grid."""
-    return {(g, m): errors(cs, replace(A100_FIT, gemm=float(g), memory=float(m)))
-            for g, m in itertools.product(GEMM_GRID, MEMORY_GRID)}
+    """The errors of every run of ``cs`` at every (gemm, memory) of the grid (the cases' own
+    compute is restored afterwards)."""
+    devices = [c.model.device for c in cs]
+    table = {(g, m): errors(cs, replace(A100_FIT, gemm=float(g), memory=float(m)))
+             for g, m in itertools.product(GEMM_GRID, MEMORY_GRID)}
+    for c, device in zip(cs, devices):
+        c.model.device = device
+    return table
 
 
 def fit(table: dict[tuple[float, float], np.ndarray], rows: np.ndarray) -> Efficiency:

@@ -20,7 +20,7 @@ which counts every plan scored. The ``top`` best feasible plans become the cost 
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -128,7 +128,7 @@ class Megatron3DSearch(SearchEngine):
     accepts = (Megatron3DCostModel,)
     exact = True
 
-    def __init__(self, *, top: int = 5) -> None:
+    def __init__(self, *, top: ints(1, 1000) = 5) -> None:
         """``top``: how many of the best feasible plans table ``top_plans`` lists (the best included)."""
         if top < 1:
             raise OptmapError(f"[search.megatron-3d] top must be >= 1, got {top}")

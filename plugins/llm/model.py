@@ -26,18 +26,18 @@ import math
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import Fraction, NonNegative, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
+from optmap.plugins.transformer.workload import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
-from optmap.plugins.transformer.workload import TransformerWorkload
 
 from . import memory, timing
 from .cluster import plan_links
-from .compute import Device, Efficiency, efficiency_for
+from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
 MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
@@ -63,16 +63,18 @@ class Megatron3DCostModel(CostModel):
     """Megatron-LM 3D parallelism (Narayanan et al. SC'21; Korthikanti et al. 2022) on a GPU cluster."""
 
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
+    default_engine = "megatron-3d"
     metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "gpus")
     senses = {"throughput": "max", "tflops_per_gpu": "max"}
+    units = {"throughput": "tokens/s", "tflops_per_gpu": "TFLOP/s per GPU", "memory_gib": "GiB per GPU"}
 
     def __init__(
         self,
         workload: Workload,
         system: System,
         *,
-        max_microbatch: int = 16,
-        max_interleaving: int = 16,
+        max_microbatch: ints(1, 4096) = 16,
+        max_interleaving: ints(1, 1024) = 16,
         use_all_gpus: bool = False,
         recompute: tuple[Literal["none", "selective", "full"], ...] = memory.RECOMPUTE,
         grad_bytes: Literal[2, 4] | None = None,
@@ -80,9 +82,10 @@ class Megatron3DCostModel(CostModel):
         scatter_gather: bool = True,
         tp_overlap: bool = True,
         grad_accumulation_fusion: bool = True,
-        memory_reserve_gib: float = 2.0,
-        gemm_efficiency: float | None = None,
-        memory_efficiency: float | None = None,
+        memory_reserve_gib: NonNegative = 2.0,
+        compute: Literal["fitted", "shared"] = "fitted",
+        gemm_efficiency: Fraction | None = None,
+        memory_efficiency: Fraction | None = None,
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -94,8 +97,11 @@ class Megatron3DCostModel(CostModel):
         synchronous ones); ``grad_accumulation_fusion`` weight-gradient GEMMs accumulate into the
         main gradient (Megatron-LM since mid-2022; false: a separate add per micro-batch);
         ``memory_reserve_gib`` per GPU kept for the CUDA context and communication buffers
-        (assumption); ``gemm_efficiency`` / ``memory_efficiency`` override the accelerator's
-        calibrated fractions (:mod:`.compute`)."""
+        (assumption); ``compute`` the GEMM and element-wise kernel times: ``fitted`` this
+        plugin's roofline, calibrated on published Megatron-LM runs (A100) and H100 measurements,
+        whose fractions ``gemm_efficiency`` / ``memory_efficiency`` override, or ``shared`` the
+        project's compute model (``optmap.compute``) with the accelerator's measured calibration
+        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError('the megatron-3d cost model plans a transformer; use [workload] model = "transformer"')
         cfg = workload.config
@@ -120,10 +126,21 @@ class Megatron3DCostModel(CostModel):
         self.batch, self.n = workload.batch, system.count
         self.use_all_gpus = use_all_gpus
         acc = system.devices[0]
-        eff, self.calibrated = efficiency_for(acc.name)
-        eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
-                         half_dim=eff.half_dim, launch=eff.launch)
-        self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
+        if compute == "shared":
+            from optmap.compute import calibration_of
+
+            if calibration_of(acc) is None:
+                raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
+                                  f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
+                                  f"h100-sxm) or compute = \"fitted\"")
+            if gemm_efficiency or memory_efficiency:
+                raise OptmapError("[cost] gemm_efficiency and memory_efficiency apply to compute = \"fitted\" only")
+            self.device, self.calibrated = SharedDevice(acc, workload.dtype), True
+        else:
+            eff, self.calibrated = efficiency_for(acc.name)
+            eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
+                             half_dim=eff.half_dim, launch=eff.launch)
+            self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
         self.capacity = acc.memory_bytes
         dtype = workload.dtype.lower()
         grad_bytes = float(grad_bytes or (4 if dtype in ("bf16", "bfloat16") else 2))

@@ -8,8 +8,9 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
 * compute (:func:`layer_compute`): the layer's four weight GEMMs per tensor-parallel rank (QKV,
   projection, MLP in and out), the attention core as batched GEMMs over the local heads (scores
   and context) and the memory-bound kernels (LayerNorms, bias-dropout-residuals, activation,
-  softmax and attention dropout), priced by :mod:`.compute`. Backward = 2 × forward (input and
-  weight gradients: the same three GEMM dimensions, so the same shape efficiency). Recomputation
+  softmax and attention dropout), priced by :mod:`.compute`. Backward: the GEMMs' input and
+  weight gradients as the compute model prices them (twice the forward for the fitted roofline)
+  and twice the element-wise traffic. Recomputation
   adds one layer forward (``full``) or the attention core (``selective``: scores, softmax,
   dropout, context; Korthikanti et al. 2022 §5).
 * tensor-parallel communication (Narayanan et al. SC'21 §3.2; Korthikanti §4.2.2): two
@@ -42,7 +43,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from optmap import collectives as coll
 from optmap.plugins.transformer.config import TransformerConfig
 
@@ -99,12 +99,13 @@ class Options:
 
 @dataclass(frozen=True)
 class LayerTimes:
-    """Forward seconds of one layer and micro-batch on one TP rank, and the pieces overlap needs."""
+    """Seconds of one layer and micro-batch on one TP rank, and the pieces overlap needs."""
 
-    forward: np.ndarray  # the whole layer
-    core: np.ndarray  # the attention core (what selective recomputation redoes)
-    qkv: np.ndarray  # the QKV GEMM (one of its backward GEMMs hides the column-parallel collective)
-    mlp_in: np.ndarray  # the MLP-in GEMM (likewise)
+    forward: np.ndarray  # the whole layer, forward
+    backward: np.ndarray  # the whole layer, backward (input and weight gradients)
+    core: np.ndarray  # the attention core, forward (what selective recomputation redoes)
+    qkv: np.ndarray  # the QKV GEMM's backward (its GEMMs hide the column-parallel collectives)
+    mlp_in: np.ndarray  # the MLP-in GEMM's backward (likewise)
 
 
 def optimizer_bytes(grad_bytes: float) -> float:
@@ -123,25 +124,29 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
 
 
 def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp) -> LayerTimes:
-    """Forward seconds of one layer on one TP rank (see the module docstring)."""
+    """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
+    backward reads and writes twice their forward traffic."""
     s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    qkv = dev.gemm_time(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
-    proj = dev.gemm_time(tok, h, cfg.inner / t)  # row-parallel
-    mlp_in = dev.gemm_time(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
-    mlp_out = dev.gemm_time(tok, h, cfg.d_ff / t)  # row-parallel
+    qkv = dev.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
+    proj = dev.gemm_times(tok, h, cfg.inner / t)  # row-parallel
+    mlp_in = dev.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
+    mlp_out = dev.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
     heads = np.asarray(b, float) * a / t
-    core_gemm = dev.gemm_time(s, s, dh, batch=heads) + dev.gemm_time(s, dh, s, batch=heads)  # QKᵀ, ·V
-    core_bytes = 9.0 * heads * s * s  # scale-mask-softmax (read + write, 4) and attention dropout (5)
-    core = core_gemm + dev.memory_time(core_bytes, kernels=2)
+    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
+    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
     # the activation reads and writes the MLP shard (and the gated product when gated)
     rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
     act_bytes = 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
-    forward = qkv + proj + mlp_in + mlp_out + core + dev.memory_time(rep_bytes + act_bytes, kernels=5)
-    return LayerTimes(forward, core, qkv, mlp_in)
+    elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
+    gemms = (qkv, proj, mlp_in, mlp_out, scores, context)
+    core = scores[0] + context[0] + softmax_dropout
+    forward = sum(g[0] for g in gemms) + softmax_dropout + elementwise
+    backward = sum(g[1] for g in gemms) + 2.0 * (softmax_dropout + elementwise)
+    return LayerTimes(forward, backward, core, qkv[1], mlp_in[1])
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -155,8 +160,8 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
     fwd = np.where(sp, 2.0 * (ag + rs), 2.0 * ar)
     redo = ag if opts.sp_gather_redo else 0.0
     if opts.tp_overlap:  # each column-parallel layer: AR (sp: RS) beside its weight-gradient GEMM,
-        hidden = 0.0  # the re-gather beside its input-gradient GEMM (both as long as its forward GEMM)
-        for gemm in (lt.qkv, lt.mlp_in):
+        hidden = 0.0  # the re-gather beside its input-gradient GEMM (each half of its backward)
+        for gemm in (lt.qkv / 2.0, lt.mlp_in / 2.0):
             hidden = hidden + np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
                                        np.maximum(0.0, ar - gemm))
         bwd = np.where(sp, 2.0 * ag, 0.0) + hidden
@@ -177,7 +182,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     vocab = padded_vocab(cfg, t)
 
     lt = layer_compute(cfg, dev, b, t, sp)
-    f_layer = lt.forward
+    f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
     tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
 
@@ -185,7 +190,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     tok = b * s
     emb_f = dev.memory_time(ACT_BYTES * tok * h, kernels=1)
     emb_comm = np.where(t > 1, coll.allreduce(ACT_BYTES * tok * h, t, links.tp_bw, links.tp_lat), 0.0)
-    head_f = dev.gemm_time(tok, vocab / t, h) + dev.memory_time(opts.loss_bytes_per_logit * tok * vocab / t, kernels=3)
+    logits_f, logits_b = dev.gemm_times(tok, vocab / t, h)
+    head = logits_f + logits_b + 3.0 * dev.memory_time(opts.loss_bytes_per_logit * tok * vocab / t, kernels=3)
     head_comm = np.where(t > 1, 3 * coll.allreduce(4.0 * tok, t, links.tp_bw, links.tp_lat), 0.0)  # CE max/sum/target
 
     # stage boundary transfers: [b, s, h] (already 1/t with sequence parallelism)
@@ -205,9 +211,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                                                                            * stage_params, kernels=1)
 
     fwd_stage = per_stage * f_layer
-    stage = per_stage * (3.0 * f_layer + rec_layer + tp_layer) + p2p + accumulate  # fwd + 2×fwd bwd + redo
-    first_extra = 3.0 * emb_f + 2.0 * emb_comm
-    last_extra = 3.0 * head_f + 2.0 * head_comm
+    stage = per_stage * (f_layer + b_layer + rec_layer + tp_layer) + p2p + accumulate
+    first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
+    last_extra = head + 2.0 * head_comm
     extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
     bubble = (p - 1.0) / v * stage
 
@@ -215,7 +221,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
                       coll.allreduce(grads, d, links.dp_bw, links.dp_lat))
     gather = np.where(zero, coll.allgather(ACT_BYTES * stage_params, d, links.dp_bw, links.dp_lat), 0.0)
-    window = 2.0 * fwd_stage  # the last micro-batch's backward pass, during which buckets reduce
+    window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
     dp_comm = np.where(d > 1, exposed + gather, 0.0)
     emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
@@ -223,7 +229,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
     parts = {
         "forward_s": m * fwd_stage,
-        "backward_s": m * 2.0 * fwd_stage,
+        "backward_s": m * per_stage * b_layer,
         "recompute_s": m * per_stage * rec_layer,
         "tp_comm_s": m * per_stage * tp_layer,
         "embedding_logits_s": m * extra,  # the slowest stage's embedding or logits + loss (both if p = 1)

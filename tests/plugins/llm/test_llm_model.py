@@ -18,7 +18,8 @@ def problem(preset="gpt3-175b", gpus=64, batch=64, **cost):
     return build_problem({
         "workload": {"model": "transformer", "preset": preset, "batch": batch, "dtype": "fp16"},
         "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100", "count": gpus}]},
-        "cost": {"model": "megatron-3d", **cost}, "search": {"engine": "megatron-3d"}})
+        "cost": {"model": "megatron-3d", **cost},
+        "search": {"engine": "megatron-3d", "budget": {"evaluations": 10_000_000}}})
 
 
 KORTHIKANTI_175B = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
@@ -184,3 +185,26 @@ def test_bad_inputs_are_one_line_errors():
         problem(max_microbatch=0)
     with pytest.raises(OptmapError, match="recompute"):
         problem(recompute=["sometimes"])
+
+
+def test_shared_compute_model_on_a_measured_preset():
+    from optmap.compute import compute_time
+
+    shared = build_problem({
+        "workload": {"model": "transformer", "preset": "gpt3-175b", "batch": 64, "dtype": "fp16"},
+        "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100-sxm", "count": 64}]},
+        "cost": {"model": "megatron-3d", "compute": "shared"},
+        "search": {"engine": "megatron-3d", "budget": {"evaluations": 10_000_000}}}).cost_model
+    acc = shared.system.devices[0]
+    # the QKV shard of 175B at tensor 8: the shared model's gemm op, forward and backward passes
+    shape = {"m": 2048, "n": 3 * 12288 / 8, "k": 12288, "count": 1.0}
+    fwd, bwd = shared.device.gemm_times(2048, 3 * 12288 / 8, 12288)
+    assert fwd == compute_time(acc, "gemm", shape, dtype="fp16", passes="forward")
+    assert bwd == compute_time(acc, "gemm", shape, dtype="fp16", passes="backward") > fwd
+    report = shared.evaluate(shared.space.mapping(KORTHIKANTI_175B))
+    fitted = problem().cost_model.evaluate(problem().cost_model.space.mapping(KORTHIKANTI_175B))
+    assert report.feasible and report.metrics["time"] != fitted.metrics["time"]
+    # model FLOPs utilisation of a measured-efficiency model: between the papers' 40-60 % and peak
+    assert 0.3 < report.metrics["tflops_per_gpu"] / 312 < 0.7
+    with pytest.raises(OptmapError, match="lacks; use a measured preset"):
+        problem(compute="shared")  # the datasheet 'a100' carries no calibration
