@@ -28,7 +28,8 @@ TEMPLATE = OUT.with_name("llm.template.md")
 
 
 def run_table(cs) -> str:
-    lines = ["| source | run | GPUs | batch | t × p × d | mb | v | recompute | software | measured s | predicted s | error |",
+    lines = ["| source | run | GPUs | batch | t × p × d | mb | v | recompute | software | measured s "
+             "| predicted s | error |",
              "|---|---|---:|---:|---|---:|---:|---|---|---:|---:|---:|"]
     for c in cs:
         pred, info = calibration.predict(c, A100_FIT)

@@ -14,7 +14,7 @@ The evaluator's objectives and constraints are applied to every plan here (the s
 as :meth:`optmap.search.Evaluator.evaluate`); the best plans (and, with several objectives,
 the Pareto front) are handed to the evaluator with :meth:`~optmap.search.Evaluator.record`,
 which counts every plan scored. The ``top`` best feasible plans become the cost model's
-``ranking``, shown as table ``top_plans`` in the result's report.
+``ranking``, shown as table ``top_plans`` in the report of the best plan.
 """
 
 from __future__ import annotations
@@ -169,8 +169,9 @@ class Megatron3DSearch(SearchEngine):
             report = model.evaluate(evaluator.space.decode(X[0]))
             closest = f"the closest: {report.reason}" if report.reason else "every plan breaks a [constraints] limit"
             raise OptmapError(f"none of the {n:,} valid plans is feasible; {closest}")
-        model.ranking = model.describe(self._decisions(allowed, shapes, np.unravel_index(flat[best], full)),
-                                       {name: column(name)[best] for name in ("time", "throughput", "memory_gib")})
+        rows = model.describe(self._decisions(allowed, shapes, np.unravel_index(flat[best], full)),
+                              {name: column(name)[best] for name in ("time", "throughput", "memory_gib")})
+        model.ranking = (tuple(self._vectors(allowed, shapes, np.unravel_index(flat[best[:1]], full))[0]), rows)
         return {"valid_plans": valid, "shapes_priced": S}
 
     @staticmethod

@@ -15,8 +15,8 @@ parallelism without tensor parallelism, and sharding or overlap without data par
 nothing (Megatron ignores them). A valid plan is feasible when its memory per GPU fits.
 
 Every plan's report has the tables ``time_breakdown`` (the iteration's parts) and
-``memory_per_gpu``; after a ``megatron-3d`` search also ``top_plans``, the best plans it found
-(:attr:`Megatron3DCostModel.ranking`). Time and memory: :mod:`.timing` and :mod:`.memory`;
+``memory_per_gpu``; the report of the best plan a ``megatron-3d`` search found also has
+``top_plans``, the best plans of that search (:attr:`Megatron3DCostModel.ranking`). Time and memory: :mod:`.timing` and :mod:`.memory`;
 compute: :mod:`.compute`; links: :mod:`.cluster`.
 """
 
@@ -161,7 +161,8 @@ class Megatron3DCostModel(CostModel):
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
         ))
-        self.ranking: list[dict] = []  # the best plans of the last megatron-3d search (table top_plans)
+        # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
+        self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
 
     # --- plans as arrays ------------------------------------------------------------------------
     def values(self, X: np.ndarray) -> dict[str, np.ndarray]:
@@ -222,13 +223,14 @@ class Megatron3DCostModel(CostModel):
         metrics = {k: cols[k] for k in self.metrics}
         reason = self._reason(plan, cols)
         m = self.batch / (plan["data_parallel"] * plan["microbatch_size"])
-        tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k], "percent": 100.0 * cols[k] / cols["time"]}
-                                     for k in timing.PARTS if cols[k] > 0],
+        available = (self.capacity - self.options.memory_reserve) / GIB
+        tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k],
+                                      "percent": 100.0 * cols[k] / cols["time"]} for k in timing.PARTS if cols[k] > 0],
                   "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
-                     {"part": "available (capacity - reserve)", "GiB": (self.capacity - self.options.memory_reserve) / GIB}]}
-        if self.ranking:
-            tables["top_plans"] = list(self.ranking)
+                     {"part": "available (capacity - reserve)", "GiB": available}]}
+        if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
+            tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
                           plan={**plan, "micro_batches": m if m == int(m) else None,
                                 "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
@@ -256,7 +258,8 @@ class Megatron3DCostModel(CostModel):
         for i in range(len(values["tensor_parallel"])):
             rows.append({"rank": i + 1, "tensor": int(values["tensor_parallel"][i]),
                          "pipeline": int(values["pipeline_parallel"][i]), "data": int(values["data_parallel"][i]),
-                         "micro-batch": int(values["microbatch_size"][i]), "interleaving": int(values["interleaving"][i]),
+                         "micro-batch": int(values["microbatch_size"][i]),
+                         "interleaving": int(values["interleaving"][i]),
                          "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
                          "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
                          "dp overlap": bool(values["dp_overlap"][i]), "time s": float(cols["time"][i]),

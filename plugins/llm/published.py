@@ -47,8 +47,8 @@ class Run:
 
 def eq3_flops(cfg: TransformerConfig, batch: int) -> float:
     """Narayanan et al. Eq. 3: FLOPs of one iteration with full recomputation."""
-    s, l, h, v = cfg.seq_len, cfg.layers, cfg.d_model, cfg.vocab
-    return 96.0 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+    s, layers, h, v = cfg.seq_len, cfg.layers, cfg.d_model, cfg.vocab
+    return 96.0 * batch * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
 
 
 def _korthikanti() -> list[Run]:

@@ -156,8 +156,8 @@ def _config(preset: str | None, given: dict) -> TransformerConfig:
         )
     if "head_dim" not in given:
         if given["d_model"] % given["heads"]:
-            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = {given['heads']}; "
-                              f"choose sizes that divide, or give head_dim explicitly")
+            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = "
+                              f"{given['heads']}; choose sizes that divide, or give head_dim explicitly")
         given["head_dim"] = given["d_model"] // given["heads"]
     return TransformerConfig(name=f"transformer-{given['kind']}", **given)
 

@@ -135,3 +135,12 @@ def test_generic_engines_search_the_same_space():
     exact = solve(p)
     assert result.evaluations == 300 and result.values["time"] >= exact.values["time"] - 1e-12
     assert Evaluator(p.cost_model, ("time",)).space is p.cost_model.space
+
+
+def test_top_plans_belong_to_the_best_plan_of_the_search_only():
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    best = solve(p)
+    other = solve(dataclasses.replace(p, fixed={"tensor_parallel": 2}), engine="random", seed=0,
+                  budget=Budget(evaluations=50))
+    assert "top_plans" in best.report.tables
+    assert other.best.as_dict() != best.best.as_dict() and "top_plans" not in other.report.tables

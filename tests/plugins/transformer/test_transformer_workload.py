@@ -80,4 +80,4 @@ def test_gated_mlp_joins_its_branches_with_a_product():
     # parameters by hand: 32 layers of q, k, v, o (4 x 4096^2), gate/up/down (3 x 4096 x 11008) and two
     # norms (2 x 2 x 4096, the IR's norms count a scale and a shift), the final norm and the untied head
     layer = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 2 * 4096
-    assert sum(l.params for l in w.layers()) == 32 * layer + 2 * 4096 + 32000 * 4096
+    assert sum(x.params for x in w.layers()) == 32 * layer + 2 * 4096 + 32000 * 4096
