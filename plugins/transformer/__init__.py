@@ -17,4 +17,6 @@ def optmap_register_workloads(register):
 
 @hookimpl
 def optmap_register_ops(register):
-    register("mul", "optmap.plugins.transformer.ops:MUL")
+    from optmap.plugins.transformer.ops import MUL  # the IR installs op kinds when the host loads
+
+    register(MUL.name, MUL)
