@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from optmap.compute import compute_time
 from optmap.compute.step import LOSS_BYTES, Traffic, layer_traffic
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.plugins.transformer.config import Block, TransformerConfig
 from optmap.system import Accelerator
 from optmap.workload import Workload
 
@@ -108,22 +108,18 @@ class MeasuredCompute:
         kernels = sum(t.backward_kernels if backward else t.forward_kernels for t, _ in layers)
         return self._time("memory", {"bytes": nbytes * samples, "kernels": kernels}, "forward")
 
+    def _block(self, cfg: TransformerConfig, block: Block, samples: np.ndarray, n_devices: int, backward: bool):
+        time = self._operations(block_operations(cfg, block.kind, block.stack, n_devices, samples), backward)
+        if self.elementwise is not None:
+            time = time + self._memory(self.elementwise[block.index], samples, n_devices, backward)
+        return np.broadcast_to(time, samples.shape)
+
     def blocks(self, cfg: TransformerConfig, samples: np.ndarray, n_devices: int) -> tuple[np.ndarray, np.ndarray]:
         """Forward and backward seconds per micro-batch of every block, [L, P] (``samples`` [1, P])."""
         samples = np.asarray(samples, float).reshape(-1)
-        out = {}
-        for direction in (False, True):
-            rows, cache = [], {}
-            for i, block in enumerate(cfg.blocks()):
-                key = (block.stack, block.kind)
-                if key not in cache:
-                    cache[key] = self._operations(block_operations(cfg, block.kind, block.stack, n_devices, samples),
-                                                  direction)
-                extra = 0.0 if self.elementwise is None else self._memory(self.elementwise[i], samples, n_devices,
-                                                                          direction)
-                rows.append(np.broadcast_to(cache[key] + extra, samples.shape))
-            out[direction] = np.array(rows, float)
-        return out[False], out[True]
+        fwd, bwd = (np.array([self._block(cfg, block, samples, n_devices, backward) for block in cfg.blocks()])
+                    for backward in (False, True))
+        return fwd, bwd
 
     def head(self, cfg: TransformerConfig, batch: int, n_devices: int, backward: bool) -> tuple[float, float]:
         """Forward and backward seconds of the serial vocabulary-parallel output head and its loss."""
