@@ -63,13 +63,22 @@ def file_stem(name: str) -> str:
 
 
 def atomic_write(path: str | Path, text: str | bytes) -> Path:
-    """Write ``text`` (or bytes) to ``path`` through a uniquely named temporary file in the same folder."""
+    """Write ``text`` (or bytes) to ``path`` through a uniquely named temporary file in the same folder.
+
+    A path that exists and is not a regular file (``/dev/null``, a named pipe) is written into
+    directly: renaming over it would replace the device with a file.
+    """
     path = Path(path)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as stream:
+            stream.write(data)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:50]}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode("utf-8") if isinstance(text, str) else text)
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a result is an ordinary file

@@ -4,6 +4,7 @@ reported, each reproducing the report's case."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -44,6 +45,13 @@ def test_save_falls_back_when_the_name_cannot_be_written(tmp_path, capsys, monke
         written = save(path, '{"a": 1}', fallbacks=[tmp_path / "checkpoints"])
         assert written.parent == tmp_path / "checkpoints" and json.loads(written.read_text()) == {"a": 1}
         assert "saved it to" in capsys.readouterr().err
+
+
+def test_special_files_are_written_into_not_replaced(tmp_path):
+    import stat
+
+    device = Path(os.devnull)
+    assert save(device, "{}") == device and stat.S_ISCHR(os.stat(device).st_mode)  # still a device
 
 
 def test_finished_search_survives_an_unwritable_output(tmp_path, capsys, monkeypatch):
