@@ -18,8 +18,12 @@ ES and SS sets"); a row is scored by one gather over the cost tables (note §4.3
 Initial population (a reconstruction; the paper gives no level-2 initialisation): with
 ``init = "seeded"`` it holds the greedy strategies (each layer's cheapest ignoring re-layout) and
 the ``uniform_seeds`` best *uniform* assignments (every layer the same strategy where valid: the
-consistent-layout plans that avoid re-layout), the rest random keys; ``init = "random"``: all
-random. The memory rule is a constraint: feasible rows beat infeasible ones (note §6.21).
+consistent-layout plans that avoid re-layout), the rest random keys, and every member is then
+polished by coordinate descent (:meth:`SubProblem.improve`: each layer in turn takes its best
+strategy given its neighbours); ``init = "random"``: random keys, unpolished. The seeded start is what keeps the GA
+within a few per cent of the exact DP at 32 × 20 (measured in ``docs/reproductions/mars.md``);
+from random keys alone it is not. The memory rule is a constraint: feasible rows beat infeasible
+ones (note §6.21).
 """
 
 from __future__ import annotations
@@ -41,22 +45,23 @@ class Level2Result:
 
 
 def seed_rows(sub: SubProblem, uniform: int) -> np.ndarray:
-    """Greedy strategies and the ``uniform`` best uniform assignments, (k, size)."""
-    rows = [sub.greedy]
+    """Greedy strategies and the ``uniform`` best distinct uniform assignments, (k, size)."""
+    rows = sub.greedy[None]
     if uniform > 0:
         s = len(sub.strategies)
         valid = np.isfinite(sub.node)
-        same = np.where(valid, np.arange(s)[None, :], sub.greedy[:, None]).T  # (S, size)
+        same = np.unique(np.where(valid, np.arange(s)[None, :], sub.greedy[:, None]).T, axis=0)  # (≤ S, size)
         latency, excess = sub.cost(same)
-        rows += list(same[np.lexsort((latency, excess))[:uniform]])
-    return np.unique(np.array(rows), axis=0)
+        rows = np.concatenate([rows, same[np.lexsort((latency, excess))[:uniform]]])
+    return np.unique(rows, axis=0)
 
 
 def _initial(sub: SubProblem, pop: int, rng: np.random.Generator, init: str, uniform: int) -> np.ndarray:
     keys = rng.random((pop, sub.size, GENES))
     if init == "seeded":
         seeds = seed_rows(sub, uniform)[:pop]
-        keys[: len(seeds)] = np.stack([sub.strategies.encode(s) for s in seeds])
+        states = np.concatenate([seeds, sub.decode(keys[len(seeds):])])
+        keys = sub.strategies.encode(sub.improve(states))
     return keys
 
 
@@ -74,6 +79,7 @@ def ga(sub: SubProblem, *, pop: int, generations: int, seed: int, init: str = "s
     latency, excess = sub.cost(states)
     evaluations = pop
     layer = np.arange(n_layers)[None, :]
+    hashes = np.random.default_rng(0).integers(1, 2**40, size=n_layers)  # row fingerprints
     for _ in range(generations):
         def tournament() -> np.ndarray:
             a, b = rng.integers(pop, size=(2, pop))
@@ -90,7 +96,7 @@ def ga(sub: SubProblem, *, pop: int, generations: int, seed: int, init: str = "s
         evaluations += pop
         keys, states = np.concatenate([keys, child]), np.concatenate([states, child_states])
         latency, excess = np.concatenate([latency, child_latency]), np.concatenate([excess, child_excess])
-        _, unique = np.unique(states, axis=0, return_index=True)
+        _, unique = np.unique(states @ hashes, return_index=True)  # duplicate strategy rows
         keep = unique[np.lexsort((latency[unique], excess[unique]))][:pop]
         if len(keep) < pop:  # fewer distinct rows than the population: refill with copies
             keep = np.concatenate([keep, keep[rng.integers(len(keep), size=pop - len(keep))]])

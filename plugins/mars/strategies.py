@@ -215,23 +215,20 @@ class StrategySet:
         ext = np.broadcast_to(np.asarray(extents, float)[None], (n, nl, 6))
         factors = np.ones((n, nl, 6), dtype=np.int64)
         if self.p > 1:
-            order = np.argsort(-keys[..., :6], axis=-1, kind="stable")
-            ext_o = np.take_along_axis(ext, order, -1)
+            es = keys[..., :6]
             first = np.array([t[0] for t in self.tuples])
             second = np.array([t[1] if len(t) > 1 else 0 for t in self.tuples])
             pick = np.clip((keys[..., 12] * len(self.tuples)).astype(np.int64), 0, len(self.tuples) - 1)
             f1, f2 = first[pick], second[pick]
-            ok1 = ext_o >= f1[..., None]
-            pos1 = ok1.argmax(-1)
-            ok2 = (ext_o >= f2[..., None]) & (np.arange(6) != pos1[..., None])
-            pos2 = ok2.argmax(-1)
+            ok1 = ext >= f1[..., None]
+            d1 = np.where(ok1, es, -np.inf).argmax(-1)  # highest gene among dims that can take f1
+            ok2 = (ext >= f2[..., None]) & (np.arange(6) != d1[..., None])
+            d2 = np.where(ok2, es, -np.inf).argmax(-1)
             fail = ~ok1.any(-1) | ((f2 > 0) & ~ok2.any(-1))
-            whole = ext_o >= self.p
-            fallback = np.where(whole.any(-1), np.take_along_axis(order, whole.argmax(-1)[..., None], -1)[..., 0],
-                                ext.argmax(-1))
-            d1 = np.where(fail, fallback, np.take_along_axis(order, pos1[..., None], -1)[..., 0])
+            whole = ext >= self.p
+            fallback = np.where(whole.any(-1), np.where(whole, es, -np.inf).argmax(-1), ext.argmax(-1))
+            d1 = np.where(fail, fallback, d1)
             f1 = np.where(fail, self.p, f1)
-            d2 = np.take_along_axis(order, pos2[..., None], -1)[..., 0]
             use2 = ~fail & (f2 > 0)
             np.put_along_axis(factors, d1[..., None], f1[..., None], -1)
             rows = np.nonzero(use2)
@@ -246,18 +243,22 @@ class StrategySet:
             ss = np.where(cand.any(-1), gene.argmax(-1), -1)
         return self.index(factors, ss)
 
-    def encode(self, strategies: np.ndarray) -> np.ndarray:
-        """Genes (L, 14) that decode to ``strategies`` (L,) (for layers where they are valid)."""
-        strategies = np.asarray(strategies, dtype=np.int64)
-        keys = np.zeros((len(strategies), GENES))
-        for row, s in enumerate(strategies):
+    @cached_property
+    def genes(self) -> np.ndarray:
+        """(S, 14) genes that decode to each strategy (for layers where it is valid)."""
+        keys = np.zeros((len(self), GENES))
+        for s in range(len(self)):
             f = self.factors[s]
             split = sorted((d for d in range(6) if f[d] > 1), key=lambda d: -f[d])
             t = tuple(int(f[d]) for d in split)
             for rank, d in enumerate(split):
-                keys[row, d] = 1.0 - 0.1 * rank
-            keys[row, 12] = (self.tuples.index(t) + 0.5) / len(self.tuples) if t in self.tuples else 0.0
+                keys[s, d] = 1.0 - 0.1 * rank
+            keys[s, 12] = (self.tuples.index(t) + 0.5) / len(self.tuples) if t in self.tuples else 0.0
             if self.ss[s] >= 0:
-                keys[row, 6 + self.ss[s]] = 1.0
-                keys[row, 13] = 1.0
+                keys[s, 6 + self.ss[s]] = 1.0
+                keys[s, 13] = 1.0
         return keys
+
+    def encode(self, strategies: np.ndarray) -> np.ndarray:
+        """Genes (…, 14) that decode to ``strategies`` (…) (for layers where they are valid)."""
+        return self.genes[np.asarray(strategies, dtype=np.int64)]

@@ -109,6 +109,32 @@ class SubProblem:
                 "weight_bytes": t.weight_bytes[rows, states], "act_bytes": t.act_bytes[rows, states]}
 
     # --- solving ----------------------------------------------------------------------------------
+    def improve(self, states: np.ndarray, sweeps: int = 20) -> np.ndarray:
+        """Coordinate descent on strategy rows (k, size): each layer in turn takes its best strategy
+        given its neighbours' (re-layout to and from them included), until no layer changes."""
+        states = np.array(np.atleast_2d(states), dtype=np.int64)
+        incident: list[list[tuple[int, np.ndarray]]] = [[] for _ in range(self.size)]
+        for u, v, frac, nbytes in self.edges:
+            t = self._relayout_time(frac, nbytes)  # (S_u, S_v)
+            incident[u].append((v, t.T))  # rows: the other layer's state
+            incident[v].append((u, t))
+        rows = np.arange(len(states))
+        for _ in range(sweeps):
+            changed = False
+            for layer in range(self.size):
+                cost = self.node[layer][None, :]
+                for other, t in incident[layer]:
+                    cost = cost + t[states[:, other]]
+                cost = np.broadcast_to(cost, (len(states), cost.shape[1]))
+                best = cost.argmin(1)
+                better = cost[rows, best] < cost[rows, states[:, layer]] * (1 - 1e-12)
+                if better.any():
+                    states[better, layer] = best[better]
+                    changed = True
+            if not changed:
+                break
+        return states
+
     def decode(self, keys: np.ndarray) -> np.ndarray:
         """Strategy rows (n, size) from genes (n, size, 14)."""
         return self.strategies.decode(keys, self.extents)

@@ -1,12 +1,13 @@
-"""Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152)."""
+"""Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152, Wide ResNet-50-2)."""
 
 from optmap.hookspecs import hookimpl
 from optmap.plugins.zoo.models import (
     MODELS, alexnet, lenet, resnet18, resnet34, resnet50, resnet101, resnet152, vgg11, vgg13, vgg16, vgg19,
+    wide_resnet50_2,
 )
 
 __all__ = ["MODELS", "alexnet", "lenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
-           "vgg11", "vgg13", "vgg16", "vgg19"]
+           "vgg11", "vgg13", "vgg16", "vgg19", "wide_resnet50_2"]
 
 
 @hookimpl
