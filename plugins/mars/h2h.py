@@ -41,26 +41,29 @@ def _singletons(model: MarsCostModel) -> list[int]:
     return [index[(d,)] for d in range(model.system.count)]
 
 
-def _compute_prefix(model: MarsCostModel, singles: list[int]) -> tuple[list[list[int]], np.ndarray, list[list[int]]]:
-    """Device kinds (device lists), prefix sums of compute per (kind, design option) and the options."""
+def _compute_prefix(model: MarsCostModel, singles: list[int]):
+    """Device kinds (device lists), prefix sums of compute per (kind, design option) with prefix
+    counts of the layers the option cannot run, and the design options per kind."""
     n = len(model.layers)
     kinds: dict[str, list[int]] = {}
     for d in range(model.system.count):
         kinds.setdefault("adaptive" if model.adaptive else model.device_designs[d].name, []).append(d)
     options = [list(range(len(model.designs))) if model.adaptive else [-1] for _ in kinds]
     prefix = np.zeros((len(kinds), max(len(o) for o in options), n + 1))
+    blocked = np.zeros_like(prefix)  # running count of layers a design cannot run
     for k, devices in enumerate(kinds.values()):
         for j, design in enumerate(options[k]):
             compute = model.subproblem(singles[devices[0]], design, 0, n - 1).table.compute[:, 0]
-            prefix[k, j, 1:] = np.cumsum(compute)
-        prefix[k, len(options[k]):] = np.inf
-    return list(kinds.values()), prefix, options
+            prefix[k, j, 1:] = np.cumsum(np.where(np.isfinite(compute), compute, 0.0))
+            blocked[k, j, 1:] = np.cumsum(~np.isfinite(compute))
+        blocked[k, len(options[k]):] = 1.0
+    return list(kinds.values()), (prefix, blocked), options
 
 
 def computation_prioritised(model: MarsCostModel) -> Plan:
     """Step 1: contiguous runs on single devices minimising the summed computation (exact DP)."""
     singles = _singletons(model)
-    kinds, prefix, options = _compute_prefix(model, singles)
+    kinds, (prefix, blocked), options = _compute_prefix(model, singles)
     n, counts = len(model.layers), [len(k) for k in kinds]
     need = min(sum(counts), n)
     states = [s for s in itertools.product(*(range(c + 1) for c in counts)) if sum(s) <= need]
@@ -74,6 +77,7 @@ def computation_prioritised(model: MarsCostModel) -> Plan:
                 if state[k] == counts[k]:
                     continue
                 run = prefix[k, :, i + 1:] - prefix[k, :, i:i + 1]  # (options, ends j = i+1..n)
+                run = np.where(blocked[k, :, i + 1:] > blocked[k, :, i:i + 1], np.inf, run)
                 choice = run.argmin(0)
                 cost = entry[0] + run.min(0)
                 nxt = tuple(v + (a == k) for a, v in enumerate(state))

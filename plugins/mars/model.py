@@ -325,7 +325,8 @@ class MarsCostModel:
         """Score every row of X: one level-1 decode per row, one vectorised gather per sub-problem."""
         out = self._score(X)
         out["baseline_time"] = np.full(len(out["time"]), self.baseline_time)
-        out["reduction"] = 1.0 - out["time"] / self.baseline_time
+        with np.errstate(invalid="ignore"):  # an infeasible (infinite) baseline leaves no reduction
+            out["reduction"] = 1.0 - out["time"] / self.baseline_time
         return out
 
     def evaluate(self, mapping: Mapping) -> CostReport:

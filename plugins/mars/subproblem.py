@@ -69,12 +69,16 @@ class SubProblem:
         return np.where(frac > 0, self.cls.latency + frac * nbytes / self.cls.bandwidth, 0.0)  # note §3.5
 
     # --- scoring --------------------------------------------------------------------------------
+    def _relayout(self, states: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(states))
+        for frac, u, v, nbytes in self._edge_groups:
+            total = total + self._relayout_time(frac[states[:, u], states[:, v]], nbytes[None]).sum(1)
+        return total
+
     def cost(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latency (n,) and relative memory excess (n,) (0 = valid) of strategy rows (n, size)."""
         states = np.atleast_2d(states)
-        latency = np.take_along_axis(self.node, states.T, 1).sum(0)
-        for frac, u, v, nbytes in self._edge_groups:
-            latency = latency + self._relayout_time(frac[states[:, u], states[:, v]], nbytes[None]).sum(1)
+        latency = np.take_along_axis(self.node, states.T, 1).sum(0) + self._relayout(states)
         return latency, self.excess(states)
 
     def parts(self, states: np.ndarray) -> dict[str, np.ndarray]:
@@ -83,12 +87,11 @@ class SubProblem:
         states = np.atleast_2d(states)
         latency, excess = self.cost(states)
         rows = np.arange(self.size)[None, :] + self.first
-        compute = self.table.compute[rows, states].sum(1)
-        collective = (self.table.allreduce[rows, states] + self.table.shared[rows, states]).sum(1)
-        footprint = self.table.weight_bytes[rows, states].sum(1) + self.table.act_bytes[rows, states].max(1)
-        return {"latency": latency, "compute": compute, "collective": collective,
-                "relayout": latency - compute - collective, "excess": excess,
-                "memory_fraction": footprint / self.cls.memory}
+        t = self.table
+        footprint = t.weight_bytes[rows, states].sum(1) + t.act_bytes[rows, states].max(1)
+        return {"latency": latency, "compute": t.compute[rows, states].sum(1),
+                "collective": (t.allreduce[rows, states] + t.shared[rows, states]).sum(1),
+                "relayout": self._relayout(states), "excess": excess, "memory_fraction": footprint / self.cls.memory}
 
     def excess(self, states: np.ndarray) -> np.ndarray:
         rows = np.arange(self.size)[None, :] + self.first

@@ -66,7 +66,7 @@ def subproblems():
     res = f1_model(resnet18(batch=1, dtype="fp16", phase="inference", image_size=64))
     casia = f1_model(casia_surf(batch=1, image_size=48))
     cases = []
-    for model, ranges in ((vgg, [(0, 7), (2, 5)]), (res, [(0, 19), (3, 12), (8, 19)]), (casia, [(0, 49), (20, 49)])):
+    for model, ranges in ((vgg, [(0, 7)]), (res, [(0, 19), (8, 19)]), (casia, [(0, 49)])):
         for c in (1, 3):  # a group of four and a pair
             for d in range(3):
                 for a, b in ranges:
@@ -87,7 +87,7 @@ def test_level2_ga_never_below_and_within_a_few_percent_of_the_dp():
 
 
 def test_pymoo_backend_is_a_ga_on_the_same_keys():
-    sub = subproblems()[4]
+    sub = subproblems()[3]
     best = sub.exact()[0]
     run = level2.ga_pymoo(sub, pop=16, generations=5, seed=0)
     assert run.latency >= best * (1 - 1e-9) and 16 < run.evaluations <= 16 * 6  # duplicates are not re-scored
