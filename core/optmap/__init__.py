@@ -11,7 +11,7 @@ _API = {
     "load": "optmap.problem",
     "build_problem": "optmap.problem",
     "solve": "optmap.run",
-    "compare": "optmap.compare",
+    "compare": "optmap.comparison",
     "Budget": "optmap.search",
     "OptmapError": "optmap.errors",
 }

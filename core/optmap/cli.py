@@ -14,7 +14,11 @@ from optmap.errors import OptmapError
 def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="problem file (TOML)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                        help="override a key of the problem file (repeatable), e.g. workload.batch=256")
+                        help="override a key of the problem file (repeatable), e.g. workload.batch=256 or "
+                             "system.groups.0.count=4")
+    parser.add_argument("--fix", action="append", default=[], metavar="DECISION=VALUE",
+                        help="pin a decision of the formulation (repeatable), e.g. tensor_parallel=8; "
+                             "`optmap show FILE --decisions` lists them")
 
 
 def _add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,12 +34,27 @@ def _seed(text: str) -> int:
     return int(text)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="optmap", description="Map deep-learning work onto many accelerators.")
-    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+def _global_arguments(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """--plugin, -p no:NAME and --debug, accepted before or after the command."""
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument("--plugin", action="append", default=default, metavar="MODULE",
                         help="also load the plugin module MODULE (repeatable)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("-p", dest="disable", action="append", default=default, metavar="no:NAME",
+                        help="leave the installed plugin NAME out (repeatable), e.g. -p no:acctfm")
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS if suppress else False,
+                        help="show tracebacks for errors")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from optmap import __version__
+
+    parser = argparse.ArgumentParser(prog="optmap", description="Map deep-learning work onto many accelerators.")
+    parser.add_argument("--version", action="version", version=f"optmap {__version__}")
+    _global_arguments(parser, suppress=False)
+    common = argparse.ArgumentParser(add_help=False)
+    _global_arguments(common, suppress=True)
+    commands = parser.add_subparsers(dest="command", parser_class=lambda **kw: argparse.ArgumentParser(
+        parents=[common], **kw))
 
     run = commands.add_parser("run", help="search a mapping for a problem")
     _add_problem_arguments(run)
@@ -129,6 +148,37 @@ class _Progress:
         self.bar = None
 
 
+def _disabled(args) -> tuple[str, ...]:
+    names = []
+    for text in args.disable or ():
+        prefix, _, name = text.partition(":")
+        if prefix != "no" or not name.strip():
+            raise OptmapError(f"-p {text}: expected -p no:NAME to leave the installed plugin NAME out")
+        names.append(name.strip())
+    return tuple(names)
+
+
+def _warn(host) -> None:
+    for line in host.warnings():
+        print(line, file=sys.stderr)
+
+
+def _host(args):
+    from optmap.host import load_host
+
+    host = load_host(tuple(args.plugin or ()), _disabled(args))
+    _warn(host)
+    return host
+
+
+def _load(args):
+    """The command's problem file, with --set, --fix, --plugin and -p applied."""
+    from optmap.problem import load
+
+    _host(args)  # warns once about plugins that failed to load
+    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, _disabled(args))
+
+
 def _default_output(problem, engine: str, seed: int) -> Path:
     return Path("optmap-results") / problem.name.replace(" ", "_").replace("/", "_") / f"{engine}-seed{seed}.json"
 
@@ -148,11 +198,10 @@ def _engine_options(problem, engine: str, args) -> dict:
 
 
 def cmd_run(args) -> int:
-    from optmap.problem import load
-    from optmap.report import console, layer_table, result_table, write_json
+    from optmap.report import console, layer_table, report_tables, result_table, write_json
     from optmap.run import SearchFailed, solve
 
-    problem = load(args.file, args.set, args.plugin)
+    problem = _load(args)
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
     options = _engine_options(problem, engine, args)
@@ -173,8 +222,9 @@ def cmd_run(args) -> int:
     terminal = console()
     terminal.print(result_table(result))
     layers = layer_table(result)
-    if layers is not None and not args.quiet:
-        terminal.print(layers)
+    if not args.quiet:
+        for table in ([layers] if layers is not None else []) + report_tables(result):
+            terminal.print(table)
     terminal.print(f"result written to {out}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
@@ -186,11 +236,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from optmap.compare import compare
-    from optmap.problem import load
+    from optmap.comparison import compare
     from optmap.report import console, rows_table
 
-    problem = load(args.file, args.set, args.plugin)
+    problem = _load(args)
     engines = [name.strip() for name in args.search.split(",") if name.strip()]
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds else [problem.search.seed]
@@ -233,10 +282,10 @@ def cmd_compare(args) -> int:
 def cmd_plugins(args) -> int:
     from rich.table import Table
 
-    from optmap.host import KINDS, load_host
+    from optmap.host import KINDS
     from optmap.report import console
 
-    host = load_host(args.plugin)
+    host = _host(args)
     table = Table(title="optmap plugins")
     for column in ("kind", "name", "plugin", "package", "summary"):
         table.add_column(column)
@@ -244,24 +293,24 @@ def cmd_plugins(args) -> int:
         for name in host.names(kind):
             entry = host.registries[kind][name]
             table.add_row(kind.replace("_", " "), name, entry.plugin, host.plugins.get(entry.plugin, ""), entry.summary)
+    for name, reason in host.failures.items():
+        table.add_row("[red]failed[/red]", name, name, host.plugins.get(name, ""), reason)
     console().print(table)
     return 0
 
 
 def cmd_validate(args) -> int:
-    from optmap.problem import load
 
-    problem = load(args.file, args.set, args.plugin)
+    problem = _load(args)
     print(f"{args.file}: ok ({problem.name}; {len(problem.cost_model.space)} decisions, "
           f"space size {problem.cost_model.space.size:.4g})")
     return 0
 
 
 def cmd_show(args) -> int:
-    from optmap.problem import load
     from optmap.report import console, rows_table
 
-    problem = load(args.file, args.set, args.plugin)
+    problem = _load(args)
     terminal = console()
     workload, system = problem.workload, problem.system
     terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
@@ -278,7 +327,7 @@ def cmd_schema(args) -> int:
 
     from optmap.schema import problem_schema
 
-    print(json.dumps(problem_schema(args.plugin), indent=1))
+    print(json.dumps(problem_schema(tuple(args.plugin or ())), indent=1))
     return 0
 
 
@@ -287,8 +336,12 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "plugins": cmd_plugins, "val
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         return COMMANDS[args.command](args)
     except OptmapError as exc:

@@ -1,9 +1,17 @@
-"""The cost-model contract: a formulation's design space and how a mapping of it is scored."""
+"""The cost-model contract: a formulation's design space and how a mapping of it is scored.
+
+A cost model is a :class:`CostModel`: required are ``space``, ``metrics`` and ``evaluate``;
+everything else has a default (optuna's ``BaseSampler`` is the model: a small abstract surface).
+A class that does not inherit from it but has the three required members is accepted too
+(duck typing); :func:`missing` says what a returned object lacks.
+"""
 
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Mapping as TMapping
 
 import numpy as np
 
@@ -11,7 +19,8 @@ from optmap.space import DesignSpace, Mapping
 
 # Capabilities a cost model may offer; engines that need one declare it in ``requires``.
 BATCH = "batch"  # evaluate_batch(X) scores a whole population in one vectorised call
-LAYER_CHAIN_TABLES = "layer_chain_tables"  # per-layer node and transition cost tables for DPs
+
+SENSES = ("min", "max")
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,10 @@ class CostReport:
     """What a cost model says of one mapping.
 
     ``metrics`` holds every scalar the model computes (SI units; ``time`` in seconds is the usual
-    objective); ``plan`` is a JSON-friendly description of the decisions, for reports and files.
+    objective); ``plan`` is a JSON-friendly description of the decisions; ``layers`` the
+    per-layer breakdown; ``tables`` any other breakdown as named tables of rows (one dict per
+    row, the same keys in each: per pipeline stage, per device, per accelerator set), which
+    ``optmap run`` prints and the JSON result keeps.
     """
 
     metrics: dict[str, float]
@@ -38,6 +50,7 @@ class CostReport:
     reason: str = ""
     layers: tuple[LayerCost, ...] = ()
     plan: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,30 +68,78 @@ class CostReport:
                 }
                 for row in self.layers
             ],
+            "tables": self.tables,
         }
 
 
-@runtime_checkable
-class CostModel(Protocol):
+class CostModel(ABC):
     """A formulation: decisions (``space``) and their scoring.
 
-    Optional: ``evaluate_batch(X) -> dict[str, np.ndarray]`` (one array of length N per metric,
-    plus an optional boolean ``"feasible"``) when ``BATCH`` is in ``capabilities``; named plans
-    (``plans() -> dict[str, Mapping]``) that engines may seed searches with.
+    Subclasses set ``space`` and ``metrics`` (usually in ``__init__``) and implement
+    :meth:`evaluate`. Optional, with defaults:
+
+    - ``capabilities``: what the model offers beyond the contract (``BATCH`` when
+      :meth:`evaluate_batch` is vectorised; a formulation's own names for native engines);
+    - ``primary_metric``: the metric a problem optimises when its file has no ``[objective]``;
+    - ``senses``: ``{"throughput": "max"}`` for metrics where more is better (default: min);
+    - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
+    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
     """
 
     space: DesignSpace
     metrics: tuple[str, ...]
-    capabilities: frozenset[str]
+    capabilities: frozenset[str] = frozenset()
+    senses: TMapping[str, str] = {}
 
-    def evaluate(self, mapping: Mapping) -> CostReport: ...
+    @property
+    def primary_metric(self) -> str:
+        """The default objective: the first metric."""
+        return self.metrics[0]
+
+    @abstractmethod
+    def evaluate(self, mapping: Mapping) -> CostReport:
+        """The full report of one mapping."""
+
+    def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """One array of length N per metric (plus a boolean ``"feasible"``) for the rows of ``X``."""
+        return evaluate_rows(self, X)
+
+    def plans(self) -> dict[str, Mapping]:
+        """Named mappings worth starting a search from."""
+        return {}
 
 
-def evaluate_batch(model: CostModel, X: np.ndarray) -> dict[str, np.ndarray]:
-    """Score the rows of ``X`` with the model's vectorised evaluator, or one by one."""
-    if BATCH in model.capabilities:
-        return model.evaluate_batch(X)
-    reports = [model.evaluate(model.space.decode(x)) for x in X]
-    columns = {m: np.array([r.metrics.get(m, np.nan) for r in reports]) for m in model.metrics}
-    columns["feasible"] = np.array([r.feasible for r in reports])
+def missing(model: Any) -> str | None:
+    """What ``model`` lacks to be a cost model (None when it is one)."""
+    absent = [name for name in ("space", "metrics", "evaluate") if not hasattr(model, name)]
+    if absent:
+        return f"a cost model (it has no {', '.join(absent)}; see optmap.cost.CostModel)"
+    if not isinstance(model.space, DesignSpace):
+        return "a cost model (its space is not an optmap.space.DesignSpace)"
+    return None
+
+
+def primary_metric(model: Any) -> str:
+    """The metric a problem optimises by default (the model's ``primary_metric``, else its first)."""
+    metric = getattr(model, "primary_metric", None)
+    return metric if isinstance(metric, str) else tuple(model.metrics)[0]
+
+
+def sense(model: Any, metric: str) -> str:
+    """``"max"`` if more of ``metric`` is better for this model, else ``"min"``."""
+    return dict(getattr(model, "senses", {}) or {}).get(metric, "min")
+
+
+def evaluate_rows(model: Any, X: np.ndarray) -> dict[str, np.ndarray]:
+    """Score the rows of ``X`` one by one through ``model.evaluate``."""
+    reports = [model.evaluate(model.space.decode(x)) for x in np.atleast_2d(X)]
+    columns = {m: np.array([r.metrics.get(m, math.nan) for r in reports], float) for m in model.metrics}
+    columns["feasible"] = np.array([r.feasible for r in reports], bool)
     return columns
+
+
+def evaluate_batch(model: Any, X: np.ndarray) -> dict[str, np.ndarray]:
+    """Score the rows of ``X`` with the model's evaluator for populations, or one by one."""
+    if BATCH in getattr(model, "capabilities", ()) or isinstance(model, CostModel):
+        return model.evaluate_batch(X)
+    return evaluate_rows(model, X)

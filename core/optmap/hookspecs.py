@@ -5,6 +5,11 @@ its problem-file section as keyword arguments; the host validates those keys aga
 factory's annotated signature, so a plugin declares its options simply by its parameters.
 ``factory`` may also be an import path ``"package.module:attribute"`` that the host imports only
 when the name is used, which keeps ``optmap plugins`` fast.
+
+What each kind of factory must return is a small contract checked once, when it is built
+(:mod:`optmap.contracts`): a :class:`~optmap.workload.Workload`, an
+:class:`~optmap.system.Accelerator`, a :class:`~optmap.system.System`, a
+:class:`~optmap.cost.CostModel`, a :class:`~optmap.search.SearchEngine`.
 """
 
 import pluggy
@@ -23,8 +28,39 @@ def optmap_register_workloads(register):
 
 
 @hookspec
+def optmap_register_workload_readers(register):
+    """Register which workload reads a model file by its suffix: ``register(".onnx", "onnx")``.
+
+    ``[workload] file = "net.onnx"`` without a ``model`` picks the workload registered for the
+    file's suffix (the model is pytest's ``pytest_collect_file``). That workload's builder takes
+    the path as its ``file`` option: ``build(file=path, batch=..., dtype=..., phase=..., **options)``.
+    """
+
+
+@hookspec
+def optmap_register_ops(register):
+    """Register operation kinds of the workload IR: ``register("lstm", LSTM())``.
+
+    The value is an :class:`optmap.workload.OpKind` whose ``name`` equals the registered name; it
+    says how many parameters, MACs and FLOPs per pass a layer of that kind is.
+    """
+
+
+@hookspec
+def optmap_register_dtypes(register):
+    """Register number formats: ``register("fp4", 0.5)`` (bytes per element)."""
+
+
+@hookspec
 def optmap_register_accelerators(register):
-    """Register accelerator presets: ``register("tpu-v3", Accelerator(...))``."""
+    """Register accelerators: a preset value or a factory of keyword options.
+
+    ``register("tpu-v3", Accelerator(...))`` registers a preset; the extra keys of a
+    ``[[system.groups]]`` table that names it override its datasheet figures (``memory_gib``,
+    ``peak_tflops``, ...). ``register("vc709", build_vc709)`` registers a factory: the extra keys
+    of the group table are its keyword options, and it returns an
+    :class:`optmap.system.Accelerator` (or a subclass carrying more attributes).
+    """
 
 
 @hookspec
@@ -42,7 +78,7 @@ def optmap_register_cost_models(register):
     """Register cost models (formulations): ``register("accpar", AccParCostModel)``.
 
     A cost model factory is called as ``factory(workload, system, **options)`` and returns an
-    object following :class:`optmap.cost.CostModel`.
+    :class:`optmap.cost.CostModel`.
     """
 
 
@@ -50,6 +86,6 @@ def optmap_register_cost_models(register):
 def optmap_register_search_engines(register):
     """Register search engines: ``register("ga", GeneticSearch)``.
 
-    An engine factory is called as ``factory(**options)`` and returns an object following
+    An engine factory is called as ``factory(**options)`` and returns an
     :class:`optmap.search.SearchEngine`.
     """

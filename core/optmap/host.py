@@ -1,19 +1,21 @@
 """The plugin host: loads entry-point plugins and keeps one name -> factory registry per kind.
 
 Built-in plugins are loaded exactly like third-party ones, through the entry-point group
-``optmap``; ``--plugin some.module`` adds a module by import path. Every failure (a plugin that
-does not import, a hook that raises, a duplicate or unknown name) is an :class:`OptmapError`
-naming the plugin at fault.
+``optmap``; ``--plugin some.module`` adds a module by import path; ``-p no:NAME`` (or the
+environment variable ``OPTMAP_DISABLE_PLUGINS=a,b``) leaves an installed plugin out.
+
+Failures are named, never a bare traceback:
+- an *installed* plugin that does not import, whose hook raises, or that registers a name another
+  plugin already has is left out with everything it registered; the failure is kept in
+  :attr:`Host.failures` (the command line prints it as one warning line), and every other
+  command still works. Asking for a name only that plugin would have provided says so.
+- a module the user asked for with ``--plugin`` is fatal: an :class:`OptmapError` naming it.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
 import importlib.metadata
-import importlib.util
-import inspect
 import os
 import re
 import sys
@@ -24,107 +26,30 @@ import pluggy
 
 from optmap import hookspecs
 from optmap.errors import OptmapError, did_you_mean
+from optmap.registry import Entry, describe_exception, one_line
 
+__all__ = ["KINDS", "Entry", "Host", "call_with_options", "load_host", "one_line"]
 
-def one_line(text: object) -> str:
-    """``text`` with every run of whitespace (newlines included) collapsed to one space."""
-    return " ".join(str(text).split())
-
-
-def _exception(exc: BaseException) -> str:
-    """``TypeName: message`` on one line (a SyntaxError also names its file and line)."""
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return one_line(f"{type(exc).__name__}: {exc.msg} ({exc.filename}, line {exc.lineno})")
-    return one_line(f"{type(exc).__name__}: {exc}")
-
-
-@functools.lru_cache(maxsize=None)
-def _module_docstrings(module_name: str) -> dict[str, str] | None:
-    """Docstrings of a module's top-level classes and functions, read from its source with
-    :mod:`ast`, without importing it (and whatever heavy library it imports); None if the
-    source cannot be found or parsed."""
-    try:
-        spec = importlib.util.find_spec(module_name)
-    except Exception:
-        return None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return None
-    try:
-        with open(spec.origin, encoding="utf-8") as source:
-            tree = ast.parse(source.read(), spec.origin)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    docs = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            docs[node.name] = ast.get_docstring(node) or ""
-    return docs
-
-
-def _first_line(doc: str | None, limit: int = 120) -> str:
-    """A docstring's first paragraph (its summary, which may wrap) on one line, at most ``limit``."""
-    paragraph = one_line((doc or "").strip().split("\n\n")[0])
-    return paragraph if len(paragraph) <= limit else paragraph[: limit - 1].rstrip() + "…"
-
-
+# kind -> the registration hook that fills its registry
 KINDS = {
     "workload": "optmap_register_workloads",
+    "workload_reader": "optmap_register_workload_readers",
+    "op": "optmap_register_ops",
+    "dtype": "optmap_register_dtypes",
     "accelerator": "optmap_register_accelerators",
     "topology": "optmap_register_topologies",
     "cost_model": "optmap_register_cost_models",
     "search_engine": "optmap_register_search_engines",
 }
+DISABLE_ENV = "OPTMAP_DISABLE_PLUGINS"
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One registered name: what it is, which plugin registered it, and its factory."""
+class PluginFailure(OptmapError):
+    """A plugin could not be loaded or registered; ``plugin`` names it."""
 
-    kind: str
-    name: str
-    plugin: str
-    package: str
-    target: Any  # the factory/value, or an import path "module:attr" resolved on first use
-
-    def resolve(self) -> Any:
-        """The factory or value itself, importing it if it was registered by path."""
-        if not isinstance(self.target, str):
-            return self.target
-        module_name, _, attribute = self.target.partition(":")
-        try:
-            return getattr(importlib.import_module(module_name), attribute)
-        except Exception as exc:  # a broken plugin must not look like an optmap bug
-            raise OptmapError(
-                f"plugin '{self.plugin}': {self.kind.replace('_', ' ')} '{self.name}' could not be "
-                f"imported from '{self.target}': {_exception(exc)}"
-            ) from exc
-
-    @property
-    def summary(self) -> str:
-        """One line for `optmap plugins`: the first line of the factory's docstring, or a
-        value's ``description``.
-
-        A target registered by import path is not imported: its docstring is read from the
-        module's source, so listing plugins never loads pymoo, optuna and the like. Only when the
-        source does not define the attribute itself (an alias, a built object) is it imported.
-        """
-        if isinstance(self.target, str):
-            module_name, _, attribute = self.target.partition(":")
-            docs = _module_docstrings(module_name)
-            if docs is not None and attribute in docs:
-                return _first_line(docs[attribute])
-            try:
-                target = self.resolve()
-            except OptmapError as exc:
-                return f"(cannot import: {_exception(exc.__cause__ or exc)})"
-        else:
-            target = self.target
-        if inspect.isclass(target) or inspect.isroutine(target):
-            return _first_line(inspect.getdoc(target))
-        description = getattr(target, "description", None)
-        if isinstance(description, str) and description:
-            return _first_line(description)
-        return ""
+    def __init__(self, plugin: str, message: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
 
 
 @dataclass
@@ -134,17 +59,25 @@ class Host:
     manager: pluggy.PluginManager
     registries: dict[str, dict[str, Entry]] = field(default_factory=dict)
     plugins: dict[str, str] = field(default_factory=dict)  # plugin name -> package
+    failures: dict[str, str] = field(default_factory=dict)  # plugin name -> one-line reason
+    disabled: tuple[str, ...] = ()
 
     def get(self, kind: str, name: str) -> Entry:
         """The entry registered under ``name``, or a one-line error with a suggestion."""
         registry = self.registries[kind]
         if name not in registry:
             label = kind.replace("_", " ")
-            raise OptmapError(f"unknown {label} '{name}'{did_you_mean(name, registry)}")
+            failed = "".join(f"; note: plugin '{p}' failed to load ({reason})" for p, reason in self.failures.items())
+            raise OptmapError(f"unknown {label} '{name}'{did_you_mean(name, registry)}{failed}")
         return registry[name]
 
     def names(self, kind: str) -> list[str]:
         return sorted(self.registries[kind])
+
+    def warnings(self) -> list[str]:
+        """One line per plugin that failed to load, saying how to fix or silence it."""
+        return [f"warning: {reason}; it is left out (fix or uninstall it, or disable it with -p no:{name})"
+                for name, reason in self.failures.items()]
 
 
 def _package_of(dist: importlib.metadata.Distribution | None) -> str:
@@ -158,105 +91,159 @@ def _register(manager: pluggy.PluginManager, module: Any, name: str, label: str)
     try:
         manager.register(module, name=name)
     except pluggy.PluginValidationError as exc:
-        raise OptmapError(f"{label}: {one_line(exc)}") from exc
+        raise PluginFailure(name, f"{label}: {one_line(exc)}") from exc
     hooks = [caller.name for caller in manager.get_hookcallers(module) or ()]
     unknown = [hook for hook in hooks if not getattr(manager.hook, hook).has_spec()]
     if unknown:
+        manager.unregister(module)
         specs = [hook for hook in dir(hookspecs) if hook.startswith("optmap_")]
-        raise OptmapError(
-            f"{label}: implements unknown hook '{unknown[0]}'{did_you_mean(unknown[0], specs)}"
-        )
+        raise PluginFailure(name, f"{label}: implements unknown hook '{unknown[0]}'{did_you_mean(unknown[0], specs)}")
     if not hooks:
-        raise OptmapError(
-            f"{label}: defines no optmap hooks; decorate its functions with "
-            f"@optmap.hookspecs.hookimpl (e.g. def optmap_register_workloads(register): ...)"
-        )
+        manager.unregister(module)
+        raise PluginFailure(name, f"{label}: defines no optmap hooks; decorate its functions with "
+                                  f"@optmap.hookspecs.hookimpl (e.g. def optmap_register_workloads(register): ...)")
 
 
-def _load_entry_points(manager: pluggy.PluginManager, packages: dict[str, str]) -> None:
+def _load_entry_points(host: Host) -> None:
     for entry_point in importlib.metadata.entry_points(group="optmap"):
+        name = entry_point.name
+        if name in host.disabled:
+            continue
         package = _package_of(entry_point.dist)
-        if manager.has_plugin(entry_point.name):
-            if packages.get(entry_point.name) == package:
+        if host.manager.has_plugin(name):
+            if host.plugins.get(name) == package:
                 continue
-            raise OptmapError(
-                f"plugin name '{entry_point.name}' is used by two packages, {packages.get(entry_point.name)} "
-                f"and {package}; uninstall one of them"
-            )
-        label = f"plugin '{entry_point.name}' ({entry_point.value}, package {package})"
+            host.failures[name] = (f"plugin name '{name}' is used by two packages, {host.plugins.get(name)} "
+                                   f"and {package}; uninstall one of them")
+            continue
+        label = f"plugin '{name}' ({entry_point.value}, package {package})"
         try:
             module = entry_point.load()
         except Exception as exc:
-            raise OptmapError(
-                f"{label} failed to import: {_exception(exc)}; fix or uninstall that package"
-            ) from exc
-        _register(manager, module, entry_point.name, label)
-        packages[entry_point.name] = package
+            host.failures[name] = f"{label} failed to import: {describe_exception(exc)}"
+            continue
+        try:
+            _register(host.manager, module, name, label)
+        except PluginFailure as failure:
+            host.failures[name] = str(failure)
+            continue
+        host.plugins[name] = package
 
 
-def _load_modules(manager: pluggy.PluginManager, modules, packages: dict[str, str]) -> None:
+def _load_modules(host: Host, modules) -> set[str]:
+    """Register the ``--plugin`` modules (failures are fatal); their plugin names."""
     if modules and "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # `--plugin mymodule` finds a module in the current directory
+    explicit = set()
     for module_name in modules:
         label = f"--plugin '{module_name}'"
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:
             hint = "; is it on PYTHONPATH?" if isinstance(exc, ModuleNotFoundError) else ""
-            raise OptmapError(f"{label} could not be imported: {_exception(exc)}{hint}") from exc
-        if manager.has_plugin(module_name) or manager.is_registered(module):
+            raise OptmapError(f"{label} could not be imported: {describe_exception(exc)}{hint}") from exc
+        explicit.add(module_name)
+        if host.manager.has_plugin(module_name) or host.manager.is_registered(module):
             continue  # already loaded, e.g. through its entry point
-        _register(manager, module, module_name, label)
-        packages[module_name] = _package_of(None)
+        _register(host.manager, module, module_name, label)
+        host.plugins[module_name] = _package_of(None)
+    return explicit
 
 
-def _fill(host: Host) -> None:
-    for kind, hook_name in KINDS.items():
-        registry: dict[str, Entry] = {}
-        host.registries[kind] = registry
+def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, dict[str, Entry]]:
+    """Everything one plugin registers, by kind; a PluginFailure if a hook raises or misregisters."""
+    collected: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+    for kind, function in impls.items():
         label = kind.replace("_", " ")
+
+        def register(name: str, target: Any, _kind: str = kind, _label: str = label) -> None:
+            if not isinstance(name, str) or not name.strip():
+                raise PluginFailure(plugin, f"plugin '{plugin}' registered a {_label} with an invalid name {name!r}")
+            by_name = _kind == "workload_reader"  # a reader names a registered workload
+            if target is None or (isinstance(target, str) and ":" not in target and not by_name):
+                raise PluginFailure(plugin, f"plugin '{plugin}' registered {_label} '{name}' with {target!r}; pass "
+                                            f"the factory itself or an import path 'package.module:attribute'")
+            if name in collected[_kind]:
+                raise PluginFailure(plugin, f"plugin '{plugin}' registers {_label} '{name}' twice")
+            collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target)
+
+        try:
+            function(register=register)
+        except PluginFailure:
+            raise
+        except OptmapError as exc:
+            raise PluginFailure(plugin, f"plugin '{plugin}' raised in {KINDS[kind]}: {one_line(exc)}") from exc
+        except Exception as exc:
+            raise PluginFailure(plugin, f"plugin '{plugin}' raised in {KINDS[kind]}: {describe_exception(exc)}") from exc
+    return collected
+
+
+def _install_vocabulary(entries: dict[str, dict[str, Entry]]) -> None:
+    """Make a plugin's op kinds and dtypes known to the workload IR."""
+    from optmap.workload import register_dtype, register_op
+
+    for suffix, entry in entries["workload_reader"].items():
+        if not suffix.startswith(".") or not isinstance(entry.target, str):
+            raise PluginFailure(entry.plugin, f"plugin '{entry.plugin}' registered workload reader {suffix!r} -> "
+                                              f"{entry.target!r}; register a suffix and a workload name, "
+                                              f"e.g. register('.onnx', 'onnx')")
+
+    for name, entry in entries["op"].items():
+        kind = entry.resolve()
+        if getattr(kind, "name", None) != name:
+            raise PluginFailure(entry.plugin, f"plugin '{entry.plugin}' registered op '{name}' with a kind named "
+                                              f"{getattr(kind, 'name', None)!r}; the names must agree")
+        register_op(kind)
+    for name, entry in entries["dtype"].items():
+        register_dtype(name, entry.resolve())
+
+
+def _fill(host: Host, explicit: set[str]) -> None:
+    host.registries = {kind: {} for kind in KINDS}
+    plugins: dict[str, dict[str, Callable]] = {name: {} for name, _ in host.manager.list_name_plugin()}
+    for kind, hook_name in KINDS.items():
         for impl in getattr(host.manager.hook, hook_name).get_hookimpls():
-            plugin = impl.plugin_name
-
-            def register(name: str, target: Any, _plugin: str = plugin, _kind: str = kind) -> None:
-                if not isinstance(name, str) or not name.strip():
-                    raise OptmapError(f"plugin '{_plugin}' registered a {label} with an invalid name {name!r}")
-                if target is None or (isinstance(target, str) and ":" not in target):
-                    raise OptmapError(
-                        f"plugin '{_plugin}' registered {label} '{name}' with {target!r}; pass the "
-                        f"factory itself or an import path 'package.module:attribute'"
-                    )
-                if name in registry:
-                    other = registry[name].plugin
-                    raise OptmapError(
-                        f"plugin '{_plugin}' registers {label} '{name}', which plugin '{other}' "
-                        f"already registered; rename one of them or uninstall one plugin"
-                    )
-                registry[name] = Entry(_kind, name, _plugin, host.plugins.get(_plugin, ""), target)
-
-            try:
-                impl.function(register=register)
-            except OptmapError:
-                raise
-            except Exception as exc:
-                raise OptmapError(f"plugin '{plugin}' raised in {hook_name}: {_exception(exc)}") from exc
+            plugins[impl.plugin_name][kind] = impl.function
+    for plugin, impls in plugins.items():
+        try:
+            collected = _collect(host, plugin, impls)
+            for kind, entries in collected.items():
+                for name in entries:
+                    if name in host.registries[kind]:
+                        other = host.registries[kind][name].plugin
+                        raise PluginFailure(plugin, f"plugin '{plugin}' registers {kind.replace('_', ' ')} '{name}', "
+                                                    f"which plugin '{other}' already registered; rename one of them "
+                                                    f"or uninstall one plugin")
+            _install_vocabulary(collected)
+        except (PluginFailure, OptmapError) as failure:
+            if plugin in explicit:
+                raise OptmapError(str(failure)) from failure
+            host.failures[plugin] = str(failure)
+            continue
+        for kind, entries in collected.items():
+            host.registries[kind].update(entries)
 
 
-_CACHE: dict[tuple[str, ...], Host] = {}
+_CACHE: dict[tuple, Host] = {}
 
 
-def load_host(extra_modules: tuple[str, ...] | list[str] = ()) -> Host:
-    """Load every installed optmap plugin plus ``extra_modules`` (import paths); cached."""
-    key = tuple(extra_modules)
+def _disabled(disabled) -> tuple[str, ...]:
+    names = [*disabled, *os.environ.get(DISABLE_ENV, "").split(",")]
+    return tuple(sorted({name.strip() for name in names if name.strip()}))
+
+
+def load_host(extra_modules: tuple[str, ...] | list[str] = (), disabled: tuple[str, ...] | list[str] = ()) -> Host:
+    """Load every installed optmap plugin (except ``disabled``) plus ``extra_modules``; cached."""
+    off = _disabled(disabled)
+    key = (tuple(extra_modules), off)
     if key in _CACHE:
         return _CACHE[key]
     manager = pluggy.PluginManager("optmap")
     manager.add_hookspecs(hookspecs)
-    packages: dict[str, str] = {}
-    _load_entry_points(manager, packages)
-    _load_modules(manager, extra_modules, packages)
-    host = Host(manager=manager, plugins=packages)
-    _fill(host)
+    host = Host(manager=manager, disabled=off)
+    _load_entry_points(host)
+    explicit = _load_modules(host, extra_modules)
+    _fill(host, explicit)
     _CACHE[key] = host
     return host
 
@@ -294,4 +281,4 @@ def call_with_options(
         raise OptmapError(f"{what}: {_without_echo(what, one_line(exc))}") from exc
     except Exception as exc:
         by = f" (plugin '{plugin}')" if plugin else ""
-        raise OptmapError(f"{what}{by} raised {_exception(exc)}") from exc
+        raise OptmapError(f"{what}{by} raised {describe_exception(exc)}") from exc

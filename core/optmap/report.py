@@ -59,6 +59,13 @@ def layer_table(result: SearchResult) -> Table | None:
     return table
 
 
+def report_tables(result: SearchResult) -> list[Table]:
+    """The cost report's other breakdowns (per stage, per device, ...), one table each."""
+    if result.report is None:
+        return []
+    return [rows_table(name.replace("_", " "), rows) for name, rows in result.report.tables.items() if rows]
+
+
 def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
     table = Table(title=title)
     if not rows:

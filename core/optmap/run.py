@@ -19,6 +19,7 @@ from optmap.errors import OptmapError
 from optmap.host import call_with_options
 from optmap.problem import Problem
 from optmap.search import Budget, Evaluator, SearchResult
+from optmap.search.engine import misfit, missing as engine_missing
 
 
 class SearchFailed(OptmapError):
@@ -30,16 +31,20 @@ class SearchFailed(OptmapError):
 
 
 def make_engine(problem: Problem, name: str, options: dict[str, Any] | None = None):
-    """The engine ``name`` built with the problem's ``[search.<name>]`` options (+ ``options``)."""
+    """The engine ``name`` built with the problem's ``[search.<name>]`` options (+ ``options``),
+    refused before anything runs when it does not fit the problem's formulation."""
     entry = problem.host.get("search_engine", name)
     merged = {**problem.search.engine_options.get(name, {}), **(options or {})}
-    engine = call_with_options(f"[search.{name}] engine '{name}'", entry.resolve(), merged)
-    missing = set(getattr(engine, "requires", ())) - set(problem.cost_model.capabilities)
-    if missing:
-        cost_name = problem.spec.get("cost", {}).get("model", "?")
+    what = f"[search.{name}] engine '{name}'"
+    engine = call_with_options(what, entry.resolve(), merged, plugin=entry.plugin)
+    absent = engine_missing(engine)
+    if absent:
+        raise OptmapError(f"{what}: plugin '{entry.plugin}' returned {type(engine).__name__}, not {absent}")
+    reason = misfit(engine, problem.cost_model)
+    if reason:
         raise OptmapError(
-            f"engine '{name}' needs the capability '{sorted(missing)[0]}', which cost model "
-            f"'{cost_name}' does not offer; use a generic engine such as exhaustive, random, ga or optuna"
+            f"engine '{name}' does not fit cost model '{problem.cost_name or '?'}': it {reason}; use a generic "
+            f"engine such as exhaustive, random, ga or optuna"
         )
     return engine
 
@@ -120,6 +125,9 @@ def solve(
             batch_evaluate=batch_evaluate,
             checkpoint=state,
             make_engine=lambda other: make_engine(problem, other),
+            senses=problem.senses,
+            lower_bounds=problem.lower_bounds,
+            space=problem.space,
         )
         stored = state.load()
         if stored is not None:

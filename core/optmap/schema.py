@@ -11,10 +11,11 @@ from optmap.options import options_schema
 def _variants(host, kind: str, key: str, skip: int) -> list[dict[str, Any]]:
     """One object schema per registered name: its options plus ``key = "<name>"``.
 
-    A workload reader (a factory with ``suffixes``) may omit ``model`` when ``file`` has one of
-    its suffixes, as :func:`optmap.problem.build_problem` picks the reader by suffix.
+    A workload that reads model files (one registered for a suffix) may omit ``model`` when
+    ``file`` is given, as :func:`optmap.problem.build_problem` picks the reader by suffix.
     """
     variants = []
+    readers = {entry.target for entry in host.registries["workload_reader"].values()}
     for name in host.names(kind):
         entry = host.registries[kind][name]
         factory = entry.resolve()
@@ -22,7 +23,7 @@ def _variants(host, kind: str, key: str, skip: int) -> list[dict[str, Any]]:
         schema.pop("title", None)
         schema.setdefault("properties", {})[key] = {"const": name}
         required = set(schema.get("required", [])) | {key}
-        if kind == "workload" and getattr(factory, "suffixes", None) and "file" in schema["properties"]:
+        if kind == "workload" and name in readers and "file" in schema["properties"]:
             required.discard(key)
         schema["required"] = sorted(required)
         schema["additionalProperties"] = False

@@ -1,187 +1,435 @@
 """Design spaces: typed decision variables and their numpy vector encoding.
 
-A point of a space is a float vector with one entry per variable: the choice index of a
-categorical variable, the value of an integer or real one. Whole populations are ``(N, n)``
-arrays, which is what vectorised cost models and generic engines exchange.
+A point of a space is a float vector. A categorical variable takes one column (its choice
+index), an integer or a real one column (its value), a permutation of ``n`` items ``n`` columns
+of random keys in [0, 1] (the items in the order of their keys, Bean's random-key encoding, so
+every vector is a valid permutation and array operators apply). Whole populations are
+``(N, columns)`` arrays: what vectorised cost models and generic engines exchange.
+
+Three things make a space fit a formulation without engine changes:
+- ``active_if={"parent": [values]}`` on a variable: it matters only when ``parent`` takes one of
+  ``values`` (and is itself active). An inactive variable is canonicalised (lowest value,
+  identity permutation) by :meth:`DesignSpace.repair`, left out of the mapping's values and of
+  the space's size, so no engine wastes evaluations on it.
+- ``DesignSpace(variables, repair=fn, sample=fn)``: a formulation's own repair ``fn(X) -> X``
+  (after the clip-and-round) and sampler ``fn(rng, n) -> X``; every generic engine uses them.
+- :meth:`DesignSpace.pin`: a narrowed space where some decisions are fixed, the model being
+  Optuna's ``PartialFixedSampler``: a pinned variable keeps its choices but its bounds close
+  on the pinned value, so every engine, generic or native, can only produce that value.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+import numbers
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from optmap.errors import OptmapError
+from optmap.errors import OptmapError, did_you_mean
 
-KINDS = ("categorical", "integer", "real")
+KINDS = ("categorical", "integer", "real", "permutation")
+
+Repair = Callable[[np.ndarray], np.ndarray]
+Sampler = Callable[[np.random.Generator, int], np.ndarray]
 
 
 @dataclass(frozen=True)
 class Variable:
-    """One decision: a categorical choice, an integer in [low, high] or a real in [low, high]."""
+    """One decision: a categorical choice, an integer or real in [low, high], or a permutation."""
 
     name: str
     kind: str
-    choices: tuple = ()
+    choices: tuple = ()  # categorical: the choices; permutation: the items
     low: float = 0.0
     high: float = 0.0
     tags: tuple[tuple[str, Any], ...] = ()
+    active_if: tuple[tuple[str, tuple], ...] = ()  # ((parent, allowed values), ...): all must hold
+    pinned: Any = None  # the value this variable is fixed to (see DesignSpace.pin)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"variable {self.name}: kind must be one of {KINDS}")
-        if self.kind == "categorical" and not self.choices:
-            raise ValueError(f"variable {self.name}: a categorical variable needs choices")
-        if self.kind != "categorical" and self.high < self.low:
+        if self.kind in ("categorical", "permutation") and not self.choices:
+            raise ValueError(f"variable {self.name}: a {self.kind} variable needs choices")
+        if self.kind == "permutation" and len(set(self.choices)) != len(self.choices):
+            raise ValueError(f"variable {self.name}: a permutation's items must be distinct")
+        if self.kind in ("integer", "real") and self.high < self.low:
             raise ValueError(f"variable {self.name}: high < low")
 
     @property
-    def lower(self) -> float:
-        return 0.0 if self.kind == "categorical" else float(self.low)
+    def width(self) -> int:
+        """Columns this variable takes in a vector."""
+        return len(self.choices) if self.kind == "permutation" else 1
 
     @property
-    def upper(self) -> float:
-        return float(len(self.choices) - 1) if self.kind == "categorical" else float(self.high)
+    def is_pinned(self) -> bool:
+        return self.pinned is not None
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lower bound of each of its columns."""
+        if self.is_pinned:
+            return self.encode(self.pinned)
+        if self.kind == "permutation":
+            return np.zeros(self.width)
+        return np.array([0.0 if self.kind == "categorical" else float(self.low)])
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Upper bound of each of its columns."""
+        if self.is_pinned:
+            return self.encode(self.pinned)
+        if self.kind == "permutation":
+            return np.ones(self.width)
+        return np.array([float(len(self.choices) - 1) if self.kind == "categorical" else float(self.high)])
 
     @property
     def cardinality(self) -> float:
+        """Distinct values (1 when pinned, ``math.inf`` for a real range)."""
+        if self.is_pinned:
+            return 1
+        if self.kind == "permutation":
+            return math.factorial(self.width)
         if self.kind == "real":
-            return math.inf
-        return int(self.upper - self.lower) + 1
+            return math.inf if self.high > self.low else 1
+        return int(self.upper[0] - self.lower[0]) + 1
 
     def tag(self, key: str, default: Any = None) -> Any:
         return dict(self.tags).get(key, default)
 
-    def value(self, x: float) -> Any:
-        """The decision a vector entry stands for."""
+    def value(self, x: Sequence[float] | float) -> Any:
+        """The decision that this variable's columns of a vector stand for."""
+        if self.kind == "permutation":
+            return tuple(self.choices[i] for i in np.argsort(np.asarray(x, float), kind="stable"))
+        x = float(np.asarray(x).reshape(-1)[0])
         if self.kind == "categorical":
             return self.choices[int(round(x))]
         if self.kind == "integer":
             return int(round(x))
-        return float(x)
+        return x
 
-    def encode(self, value: Any) -> float:
-        """The vector entry for a decision."""
+    def parse(self, value: Any) -> Any:
+        """``value`` as one of this variable's values; a string from the command line matches a
+        choice by its text. An OptmapError names the domain otherwise."""
         if self.kind == "categorical":
-            try:
-                return float(self.choices.index(value))
-            except ValueError:
-                raise OptmapError(
-                    f"variable '{self.name}': {value!r} is not one of {list(self.choices)}"
-                ) from None
+            same_type = [c for c in self.choices if type(c) is type(value) and c == value]
+            numbers = [c for c in self.choices if _number(c) and _number(value) and c == value]
+            text = [c for c in self.choices if str(c) == str(value)]  # e.g. --fix x=I from the command line
+            for found in (same_type, numbers, text):
+                if found:
+                    return found[0]
+            raise OptmapError(f"decision '{self.name}': {value!r} is not one of {list(self.choices)}")
+        if self.kind == "permutation":
+            items = list(value) if isinstance(value, (list, tuple)) else None
+            if items is None or sorted(map(str, items)) != sorted(map(str, self.choices)) or len(items) != self.width:
+                raise OptmapError(f"decision '{self.name}': {value!r} is not an ordering of {list(self.choices)}")
+            by_text = {str(c): c for c in self.choices}
+            return tuple(by_text[str(i)] for i in items)
+        if not _number(value) or not math.isfinite(value):
+            raise OptmapError(f"decision '{self.name}': {value!r} is not a number in [{self.low:g}, {self.high:g}]")
+        if self.kind == "integer" and value != int(value):
+            raise OptmapError(f"decision '{self.name}': {value!r} is not a whole number")
         if not self.low <= value <= self.high:
-            raise OptmapError(f"variable '{self.name}': {value} outside [{self.low}, {self.high}]")
-        return float(value)
+            raise OptmapError(f"decision '{self.name}': {value!r} is outside [{self.low:g}, {self.high:g}]")
+        return int(value) if self.kind == "integer" else float(value)
+
+    def encode(self, value: Any) -> np.ndarray:
+        """The vector columns for a decision."""
+        value = self.parse(value)
+        if self.kind == "categorical":
+            return np.array([float(self.choices.index(value))])
+        if self.kind == "permutation":
+            rank = {item: position for position, item in enumerate(value)}
+            return np.array([(rank[item] + 0.5) / self.width for item in self.choices])
+        return np.array([float(value)])
+
+    def values(self) -> np.ndarray:
+        """Every value of a discrete variable as rows of its columns, in order."""
+        if self.is_pinned:
+            return self.lower[None]
+        if self.kind == "real":
+            raise OptmapError(f"variable '{self.name}' is real-valued and cannot be enumerated")
+        if self.kind == "permutation":
+            return np.array([self.encode(tuple(self.choices[i] for i in order))
+                             for order in itertools.permutations(range(self.width))])
+        return np.arange(self.lower[0], self.upper[0] + 1)[:, None]
 
 
-def categorical(name: str, choices: Sequence, **tags: Any) -> Variable:
-    return Variable(name, "categorical", choices=tuple(choices), tags=tuple(tags.items()))
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def integer(name: str, low: int, high: int, **tags: Any) -> Variable:
-    return Variable(name, "integer", low=low, high=high, tags=tuple(tags.items()))
+def _conditions(active_if: dict[str, Any] | None) -> tuple[tuple[str, tuple], ...]:
+    if not active_if:
+        return ()
+    return tuple((parent, tuple(v if isinstance(v, (list, tuple)) else [v])) for parent, v in active_if.items())
 
 
-def real(name: str, low: float, high: float, **tags: Any) -> Variable:
-    return Variable(name, "real", low=low, high=high, tags=tuple(tags.items()))
+def categorical(name: str, choices: Sequence, *, active_if: dict | None = None, **tags: Any) -> Variable:
+    return Variable(name, "categorical", choices=tuple(choices), tags=tuple(tags.items()),
+                    active_if=_conditions(active_if))
+
+
+def integer(name: str, low: int, high: int, *, active_if: dict | None = None, **tags: Any) -> Variable:
+    return Variable(name, "integer", low=low, high=high, tags=tuple(tags.items()), active_if=_conditions(active_if))
+
+
+def real(name: str, low: float, high: float, *, active_if: dict | None = None, **tags: Any) -> Variable:
+    return Variable(name, "real", low=low, high=high, tags=tuple(tags.items()), active_if=_conditions(active_if))
+
+
+def permutation(name: str, items: Sequence, *, active_if: dict | None = None, **tags: Any) -> Variable:
+    """An ordering of ``items`` (random-key encoded: one column per item)."""
+    return Variable(name, "permutation", choices=tuple(items), tags=tuple(tags.items()),
+                    active_if=_conditions(active_if))
 
 
 @dataclass(frozen=True, eq=False)
 class DesignSpace:
-    """An ordered set of variables with vector encode/decode, enumeration and sampling."""
+    """An ordered set of variables with vector encode/decode, repair, sampling and enumeration."""
 
     variables: tuple[Variable, ...]
-    _index: dict = field(init=False, repr=False)
+    custom_repair: Repair | None = field(default=None, repr=False)
+    custom_sample: Sampler | None = field(default=None, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "variables", tuple(self.variables))
+    def __init__(self, variables: Sequence[Variable], repair: Repair | None = None,
+                 sample: Sampler | None = None) -> None:
+        object.__setattr__(self, "variables", tuple(variables))
+        object.__setattr__(self, "custom_repair", repair)
+        object.__setattr__(self, "custom_sample", sample)
         index = {v.name: i for i, v in enumerate(self.variables)}
         if len(index) != len(self.variables):
             raise ValueError("design space: duplicate variable names")
-        object.__setattr__(self, "_index", index)
+        for v in self.variables:
+            for parent, _ in v.active_if:
+                if parent not in index or index[parent] >= index[v.name]:
+                    raise ValueError(f"variable {v.name}: active_if names '{parent}', which must be an earlier variable")
+                if self.variables[index[parent]].kind not in ("categorical", "integer"):
+                    raise ValueError(f"variable {v.name}: active_if needs a categorical or integer parent")
 
     def __len__(self) -> int:
         return len(self.variables)
+
+    def __getstate__(self) -> dict:
+        return {"variables": self.variables, "custom_repair": self.custom_repair, "custom_sample": self.custom_sample}
+
+    def __setstate__(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    @cached_property
+    def _index(self) -> dict[str, int]:
+        return {v.name: i for i, v in enumerate(self.variables)}
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """First column of each variable (one more entry: the total width)."""
+        return np.concatenate([[0], np.cumsum([v.width for v in self.variables])]).astype(int)
+
+    @property
+    def width(self) -> int:
+        """Columns of a vector."""
+        return int(self.offsets[-1])
+
+    def columns(self, name: str) -> slice:
+        """The columns of variable ``name``."""
+        i = self.index(name)
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
     @property
     def names(self) -> list[str]:
         return [v.name for v in self.variables]
 
     def index(self, name: str) -> int:
-        return self._index[name]
+        try:
+            return self._index[name]
+        except KeyError:
+            raise OptmapError(f"no decision '{name}'{did_you_mean(str(name), self._index)}") from None
 
-    @property
+    @cached_property
+    def column_kind(self) -> tuple[str, ...]:
+        """Per column: categorical, integer, real, or key (a permutation's random key)."""
+        return tuple(("key" if v.kind == "permutation" else v.kind) for v in self.variables for _ in range(v.width))
+
+    @cached_property
     def lower(self) -> np.ndarray:
-        return np.array([v.lower for v in self.variables])
+        return np.concatenate([v.lower for v in self.variables]) if self.variables else np.zeros(0)
 
-    @property
+    @cached_property
     def upper(self) -> np.ndarray:
-        return np.array([v.upper for v in self.variables])
+        return np.concatenate([v.upper for v in self.variables]) if self.variables else np.zeros(0)
 
-    @property
+    @cached_property
     def discrete(self) -> np.ndarray:
-        """Mask of the variables that take whole-number vector entries."""
-        return np.array([v.kind != "real" for v in self.variables])
+        """Mask of the columns that take whole-number entries."""
+        return np.array([kind in ("categorical", "integer") for kind in self.column_kind], bool)
 
+    @cached_property
+    def pinned(self) -> dict[str, Any]:
+        """The pinned decisions, by name."""
+        return {v.name: v.pinned for v in self.variables if v.is_pinned}
+
+    @cached_property
+    def _pinned_columns(self) -> np.ndarray:
+        return np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1])
+                               for i, v in enumerate(self.variables) if v.is_pinned] or [np.zeros(0, int)]).astype(int)
+
+    # --- conditions -------------------------------------------------------------------------
+    @cached_property
+    def conditional(self) -> bool:
+        return any(v.active_if for v in self.variables)
+
+    def active(self, X: np.ndarray) -> np.ndarray:
+        """(N, variables) mask of the variables active in each row of ``X``."""
+        X = np.atleast_2d(X)
+        mask = np.ones((len(X), len(self.variables)), bool)
+        for i, v in enumerate(self.variables):
+            for parent, allowed in v.active_if:
+                p = self.index(parent)
+                codes = [self.variables[p].encode(a)[0] for a in allowed]
+                mask[:, i] &= mask[:, p] & np.isin(np.round(X[:, self.offsets[p]]), codes)
+        return mask
+
+    # --- points -----------------------------------------------------------------------------
     @property
     def size(self) -> float:
-        """Number of distinct points (``math.inf`` when a variable is real)."""
-        return math.prod(v.cardinality for v in self.variables)
+        """Number of distinct points (``math.inf`` when a real variable is free; an upper bound
+        when a variable depends on several parents)."""
+        children: dict[str, list[Variable]] = {}
+        for v in self.variables:
+            if len(v.active_if) == 1:
+                children.setdefault(v.active_if[0][0], []).append(v)
 
-    def decode(self, x: Sequence[float]) -> "Mapping":
-        return Mapping(self, tuple(float(v) for v in self.repair(np.asarray(x, float)[None])[0]))
+        def count(v: Variable) -> float:
+            kids = children.get(v.name, [])
+            if not kids:
+                return v.cardinality
+            total = 0.0
+            for row in v.values():
+                value = v.value(row)
+                total += math.prod(count(k) for k in kids if value in k.active_if[0][1])
+            return total
 
-    def encode(self, values: dict[str, Any]) -> np.ndarray:
-        missing = [n for n in self.names if n not in values]
-        if missing:
-            raise OptmapError(f"mapping lacks a value for {', '.join(missing[:5])}")
-        return np.array([v.encode(values[v.name]) for v in self.variables])
-
-    def mapping(self, values: dict[str, Any]) -> "Mapping":
-        return Mapping(self, tuple(self.encode(values)))
+        return math.prod(count(v) for v in self.variables if len(v.active_if) != 1)
 
     def repair(self, X: np.ndarray) -> np.ndarray:
-        """Clip to bounds and round the discrete entries."""
-        X = np.clip(np.asarray(X, float), self.lower, self.upper)
-        mask = self.discrete
-        X[:, mask] = np.round(X[:, mask])
+        """Clip to bounds, round discrete entries, canonicalise inactive variables, apply the
+        formulation's own repair, set each permutation's keys to their ranks (one vector per
+        order); pinned columns always end at their pinned value."""
+        X = np.clip(np.array(X, float, ndmin=2), self.lower, self.upper)
+        X[:, self.discrete] = np.round(X[:, self.discrete])
+        if self.conditional:
+            inactive = ~self.active(X)
+            for i, v in enumerate(self.variables):
+                rows = inactive[:, i]
+                if rows.any():
+                    X[np.ix_(rows, range(self.offsets[i], self.offsets[i + 1]))] = self._canonical(v)
+        if self.custom_repair is not None:
+            X = np.array(self.custom_repair(X), float)
+        for i, v in enumerate(self.variables):
+            if v.kind == "permutation" and not v.is_pinned:  # one vector per order: keys at their ranks
+                block = X[:, self.offsets[i]:self.offsets[i + 1]]
+                ranks = np.argsort(np.argsort(block, axis=1, kind="stable"), axis=1, kind="stable")
+                X[:, self.offsets[i]:self.offsets[i + 1]] = (ranks + 0.5) / v.width
+        if len(self._pinned_columns):
+            X[:, self._pinned_columns] = self.lower[self._pinned_columns]
         return X
 
+    @staticmethod
+    def _canonical(v: Variable) -> np.ndarray:
+        if v.kind == "permutation" and not v.is_pinned:
+            return (np.arange(v.width) + 0.5) / v.width  # the identity order
+        return v.lower
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` uniformly random points."""
+        """``n`` random points (the formulation's sampler when it has one, else uniform), repaired."""
+        if self.custom_sample is not None:
+            return self.repair(self.custom_sample(rng, n))
         low, high = self.lower, self.upper
-        X = rng.uniform(low, high + self.discrete, size=(n, len(self)))
+        X = rng.uniform(low, high + self.discrete, size=(n, self.width))
         X[:, self.discrete] = np.floor(X[:, self.discrete])
-        return np.minimum(X, high)
+        return self.repair(np.minimum(X, high))
 
     def grid(self, chunk: int = 65536) -> Iterator[np.ndarray]:
-        """Every point, in mixed-radix order, as ``(<=chunk, n)`` arrays (discrete spaces only)."""
-        if not self.discrete.all():
-            raise OptmapError("cannot enumerate a design space with real variables")
-        radices = np.array([v.cardinality for v in self.variables], dtype=np.int64)
+        """Every distinct point, in mixed-radix order, as ``(<=chunk, width)`` arrays (no real variables).
+
+        With a formulation's own repair, points it merges are kept once per chunk (and in sorted
+        order); ``size`` does not know that repair and stays an upper bound then.
+        """
+        tables = [v.values() for v in self.variables]
+        radices = np.array([len(t) for t in tables], dtype=np.int64)
         strides = np.concatenate([np.cumprod(radices[::-1])[::-1][1:], [1]]).astype(np.int64)
         total = int(np.prod(radices.astype(float)))
         for start in range(0, total, chunk):
             flat = np.arange(start, min(start + chunk, total), dtype=np.int64)
             digits = (flat[:, None] // strides[None, :]) % radices[None, :]
-            yield digits + self.lower
+            X = np.hstack([t[d] for t, d in zip(tables, digits.T)]) if tables else np.zeros((len(flat), 0))
+            if self.custom_repair is not None:  # the formulation's repair may merge points
+                X = np.unique(self.repair(X), axis=0)
+            elif self.conditional:
+                X = X[(self.repair(X) == X).all(1)]  # keep each distinct point once
+            if len(X):
+                yield X
+
+    # --- mappings ---------------------------------------------------------------------------
+    def decode(self, x: Sequence[float]) -> Mapping:
+        return Mapping(self, tuple(float(v) for v in self.repair(np.asarray(x, float)[None])[0]))
+
+    def encode(self, values: dict[str, Any]) -> np.ndarray:
+        """A vector from decisions by name; inactive variables may be left out."""
+        x = self._canonical_vector()
+        for i, v in enumerate(self.variables):
+            if v.name in values:
+                x[self.offsets[i]:self.offsets[i + 1]] = v.encode(values[v.name])
+        active = self.active(x[None])[0]
+        missing = [v.name for i, v in enumerate(self.variables) if active[i] and v.name not in values and not v.is_pinned]
+        if missing:
+            raise OptmapError(f"mapping lacks a value for {', '.join(missing[:5])}")
+        return self.repair(x[None])[0]
+
+    def _canonical_vector(self) -> np.ndarray:
+        return np.concatenate([self._canonical(v) for v in self.variables]) if self.variables else np.zeros(0)
+
+    def mapping(self, values: dict[str, Any]) -> Mapping:
+        return Mapping(self, tuple(self.encode(values)))
+
+    def pin(self, values: dict[str, Any]) -> DesignSpace:
+        """This space with the decisions in ``values`` fixed (unknown names and values outside
+        their domain are one-line errors). Pinning every decision leaves one point."""
+        pinned = {}
+        for name, value in values.items():
+            variable = self.variables[self.index(name)]
+            pinned[name] = variable.parse(value)
+        variables = [replace(v, pinned=pinned[v.name]) if v.name in pinned else v for v in self.variables]
+        return DesignSpace(variables, repair=self.custom_repair, sample=self.custom_sample)
 
 
 @dataclass(frozen=True)
 class Mapping:
-    """One point of a design space: a decision for every variable."""
+    """One point of a design space: a decision for every (active) variable."""
 
     space: DesignSpace = field(compare=False, repr=False)
     vector: tuple[float, ...]
 
     def __getitem__(self, name: str) -> Any:
         i = self.space.index(name)
-        return self.space.variables[i].value(self.vector[i])
+        if not self.space.active(self.array[None])[0, i]:
+            return None
+        return self.space.variables[i].value(self.vector[self.space.offsets[i]:self.space.offsets[i + 1]])
 
     def as_dict(self) -> dict[str, Any]:
-        return {v.name: v.value(x) for v, x in zip(self.space.variables, self.vector)}
+        """Every active decision by name (permutations as lists, for JSON)."""
+        active = self.space.active(self.array[None])[0]
+        out = {}
+        for i, v in enumerate(self.space.variables):
+            if active[i]:
+                value = v.value(self.vector[self.space.offsets[i]:self.space.offsets[i + 1]])
+                out[v.name] = list(value) if isinstance(value, tuple) else value
+        return out
 
     @property
     def array(self) -> np.ndarray:

@@ -15,6 +15,11 @@ def optmap_register_workloads(register):
 
 
 @hookimpl
+def optmap_register_workload_readers(register):
+    register(".txt", "accpar-text")  # the authors' layer files: [workload] file = "net.txt"
+
+
+@hookimpl
 def optmap_register_cost_models(register):
     register("accpar", "optmap.plugins.accpar.model:AccParCostModel")
 

@@ -13,9 +13,10 @@ import numpy as np
 from optmap import chain_dp
 from optmap.chain_dp import Segment
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
+from optmap.space import DesignSpace
 
-from .model import AccParCostModel
+from .model import LAYER_CHAIN_TABLES, AccParCostModel
 from .tables import ROWS, TYPE_I, TYPE_II, WEIGHTED
 
 ALL_TYPES = (0, 1, 2)
@@ -28,17 +29,38 @@ def _model(evaluator: Evaluator) -> AccParCostModel:
     return model
 
 
+def pinned_states(model: AccParCostModel, space: DesignSpace) -> np.ndarray:
+    """(levels, nodes, 3) mask of the states each node may take given the space's pinned decisions."""
+    g = model.graph
+    mask = np.ones((model.hierarchy.depth, len(g.names), 3), bool)
+    for name, value in space.pinned.items():
+        variable = space.variables[space.index(name)]
+        level, node = variable.tag("level"), variable.tag("layer")
+        if node is not None:
+            i = g.names.index(node)
+            mask[level, i] = False
+            mask[level, i, variable.choices.index(value)] = True
+    return mask
+
+
+def pinned_shares(model: AccParCostModel, space: DesignSpace) -> dict[str, float]:
+    """The heterogeneous shares the space pins, as fractions."""
+    return {s.ratio: space.pinned[s.ratio] / model.ratio_steps for s in model.hierarchy.ratios
+            if s.ratio in space.pinned}
+
+
 def level_plans(
     model: AccParCostModel,
     shares: dict[str, float],
     types: tuple[int, ...] = ALL_TYPES,
     metric: str | None = None,
+    pinned: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[float]]:
     """Run the layer-wise DP (Eq. 9, §5.2 for multi-path blocks) level after level (§5.1).
 
     Returns the states (levels, nodes) and each level's DP cost. Weighted layers may take only
-    ``types``; merge nodes take any layout. Ties go to the lowest type index, as in the authors'
-    reference program.
+    ``types``; merge nodes take any layout; ``pinned`` (:func:`pinned_states`) narrows both to the
+    user's fixed decisions. Ties go to the lowest type index, as in the authors' reference program.
     """
     g = model.graph
     allowed = np.zeros((len(g.names), 3), bool)
@@ -49,7 +71,10 @@ def level_plans(
     costs = []
     for level in range(model.hierarchy.depth):
         node, edge = model.chain_tables(level, states[:level], shares, metric)
-        node = np.where(allowed, node, np.inf)
+        level_allowed = allowed if pinned is None else allowed & pinned[level]
+        if pinned is not None and not level_allowed.any(1).all():  # a pin outside ``types``: the pin wins
+            level_allowed = pinned[level]
+        node = np.where(level_allowed, node, np.inf)
         node_cost = dict(enumerate(node))
         edge_cost = {}
         for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v)):
@@ -64,10 +89,11 @@ def _share_grid(model: AccParCostModel) -> np.ndarray:
     return np.arange(1, model.ratio_steps) / model.ratio_steps
 
 
-class AccParSearch:
+class AccParSearch(SearchEngine):
     """AccPar: DP over Type-I/II/III per level with compute + communication cost and a tuned share."""
 
-    requires = frozenset({"layer_chain_tables"})
+    requires = frozenset({LAYER_CHAIN_TABLES})
+    accepts = (AccParCostModel,)
     exact = False  # optimal per level for fixed shares; levels are solved one after another (§5.1)
 
     def __init__(self, *, ratio: Literal["search", "equal"] = "search", sweeps: int = 2) -> None:
@@ -82,10 +108,11 @@ class AccParSearch:
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = _model(evaluator)
-        names = [s.ratio for s in model.hierarchy.ratios]
-        shares = {name: 0.5 for name in names}
+        pinned, fixed = pinned_states(model, evaluator.space), pinned_shares(model, evaluator.space)
+        names = [s.ratio for s in model.hierarchy.ratios if s.ratio not in fixed]
+        shares = {**{name: 0.5 for name in names}, **fixed}
         if self.ratio != "search" or not names:
-            states, costs = level_plans(model, shares)
+            states, costs = level_plans(model, shares, pinned=pinned)
             evaluator.evaluate(model.plan_vector(states, shares)[None])
             return {"dp_level_costs": costs, "shares": shares}
         grid = _share_grid(model)
@@ -94,32 +121,34 @@ class AccParSearch:
                 candidates = []
                 for value in grid:
                     trial = {**shares, name: float(value)}
-                    states, _ = level_plans(model, trial)
+                    states, _ = level_plans(model, trial, pinned=pinned)
                     candidates.append(model.plan_vector(states, trial))
                 F = evaluator(np.array(candidates))
                 shares[name] = float(grid[int(np.argmin(F[:, 0]))])
-        states, costs = level_plans(model, shares)
+        states, costs = level_plans(model, shares, pinned=pinned)
         return {"dp_level_costs": costs, "shares": shares}
 
 
-class HyParSearch:
+class HyParSearch(SearchEngine):
     """HyPar: the same DP over Type-I/II only, communication amount as cost, equal split."""
 
-    requires = frozenset({"layer_chain_tables"})
+    requires = frozenset({LAYER_CHAIN_TABLES})
+    accepts = (AccParCostModel,)
     exact = False
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = _model(evaluator)
-        shares = {s.ratio: 0.5 for s in model.hierarchy.ratios}
-        states, costs = level_plans(model, shares, types=(TYPE_I, TYPE_II), metric="comm_elements")
+        shares = {**{s.ratio: 0.5 for s in model.hierarchy.ratios}, **pinned_shares(model, evaluator.space)}
+        states, costs = level_plans(model, shares, types=(TYPE_I, TYPE_II), metric="comm_elements",
+                                    pinned=pinned_states(model, evaluator.space))
         evaluator.evaluate(model.plan_vector(states, shares)[None])
         return {"dp_level_costs": costs}
 
 
-class FixedPlan:
+class FixedPlan(SearchEngine):
     """A static plan applied at every level with an equal split: data parallelism or OWT."""
 
-    requires = frozenset()
+    accepts = (AccParCostModel,)
     exact = False
     conv_type = TYPE_I
     fc_type = TYPE_I

@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 
-from optmap.cost import BATCH, LAYER_CHAIN_TABLES, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, categorical, integer
 from optmap.system import System
@@ -132,9 +132,15 @@ class _Class:
     scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
 
 
-class AccParCostModel:
+# Capability of this cost model that the layer-wise DP engines need: per-level node and
+# transition cost tables (``chain_tables``) over the block view.
+LAYER_CHAIN_TABLES = "layer_chain_tables"
+
+
+class AccParCostModel(CostModel):
     """AccPar (HPCA 2020): heterogeneous tensor partitioning, Type-I/II/III per level and layer."""
 
+    formulation = "AccPar's formulation ([cost] model = \"accpar\")"
     capabilities = frozenset({BATCH, LAYER_CHAIN_TABLES})
 
     def __init__(
@@ -209,7 +215,7 @@ class AccParCostModel:
 
     def plan_vector(self, states: np.ndarray, shares: dict[str, float] | None = None) -> np.ndarray:
         """A space vector from (levels, nodes) states and shares (default: equal split)."""
-        x = np.zeros(len(self.space))
+        x = np.zeros(self.space.width)
         x[self._state_columns.ravel()] = np.asarray(states).ravel()
         for name, column in self._ratio_columns.items():
             share = (shares or {}).get(name, 0.5)

@@ -89,6 +89,3 @@ def accpar_text(*, file: str, batch: int, dtype: str = "bf16", phase: str = "tra
         graph.add_edge(previous, name, index=0)
         previous = name
     return Workload(path.stem, graph, batch, dtype, phase)
-
-
-accpar_text.suffixes = (".txt",)

@@ -1,18 +1,14 @@
 """AccTFM (Zeng et al., IEEE TPDS 2022): fine-grained pipelining and hybrid compression for Megatron tensor parallelism.
 
-Workload ``transformer`` (presets TF8–TF64, BERT, GPT-2, or explicit sizes); cost model ``acctfm``
-(per-block micro-batch counts per direction, optional token top-k + piecewise quantisation, over
-Megatron tensor parallelism with the System's All-Reduce); engines ``acctfm`` (Algorithm 1,
-faithful or exact) and ``megatron`` (the baseline plan). Numerical core: ``transformer``,
-``megatron``, ``schedule``, ``compression``; problems in ``problems/acctfm/``.
+Plans the shared ``transformer`` workload (:mod:`optmap.plugins.transformer`: presets TF8–TF64,
+BERT, GPT-2, or explicit sizes). Cost model ``acctfm`` (per-block micro-batch counts per
+direction, optional token top-k + piecewise quantisation, over Megatron tensor parallelism with
+the System's All-Reduce); engines ``acctfm`` (Algorithm 1, faithful or exact) and ``megatron``
+(the baseline plan). Numerical core: ``tensor_parallel`` (per-micro-batch cost tables),
+``schedule``, ``compression``; problems in ``problems/acctfm/``.
 """
 
 from optmap.hookspecs import hookimpl
-
-
-@hookimpl
-def optmap_register_workloads(register):
-    register("transformer", "optmap.plugins.acctfm.workload:transformer")
 
 
 @hookimpl

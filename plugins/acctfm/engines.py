@@ -11,7 +11,7 @@ from typing import Literal
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from . import schedule
 from .model import ACCTFM_TABLES, AccTFMCostModel
@@ -24,10 +24,11 @@ def _model(evaluator: Evaluator) -> AccTFMCostModel:
     return model
 
 
-class AccTFMSearch:
+class AccTFMSearch(SearchEngine):
     """AccTFM Algorithm 1: per-block micro-batch counts by a layer-wise DP, forward then backward."""
 
     requires = frozenset({ACCTFM_TABLES})
+    accepts = (AccTFMCostModel,)
 
     def __init__(self, *, exact: bool = True, compression: Literal["best", "off"] = "best",
                  max_states: int | None = None) -> None:
@@ -68,10 +69,11 @@ class AccTFMSearch:
         return {"method": self.method, "settings_planned": len(settings), "dp_states": states}
 
 
-class MegatronPlan:
+class MegatronPlan(SearchEngine):
     """Megatron-LM: every block one micro-batch (serial compute → All-Reduce), the paper's baseline."""
 
     requires = frozenset({ACCTFM_TABLES})
+    accepts = (AccTFMCostModel,)
     exact = False
 
     def __init__(self, *, compression: Literal["off", "on"] = "off") -> None:

@@ -48,18 +48,18 @@ from typing import Literal
 import numpy as np
 
 from optmap.collectives import collective_time
-from optmap.cost import BATCH, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import us_to_s
 from optmap.workload import Workload
+from optmap.plugins.transformer.workload import TransformerWorkload
 
 from . import schedule
 from .compression import num_kept
-from .megatron import ComputeModel, Compression, megatron_tables
 from .schedule import CostTables
-from .workload import TransformerWorkload
+from .tensor_parallel import ComputeModel, Compression, megatron_tables
 
 # Capability of this cost model that the native engines need: per-micro-batch cost tables
 # (``tables(setting)``), plan vectors (``plan_vector``) and the compression settings of its space.
@@ -70,9 +70,10 @@ Setting = tuple[float, int]  # (keep_ratio, bits) actually applied; (1.0, dtype 
 SERIAL_ROW = "(serial: embeddings, head, loss)"
 
 
-class AccTFMCostModel:
+class AccTFMCostModel(CostModel):
     """AccTFM (TPDS 2022): micro-batch counts per block and direction over Megatron tensor parallelism."""
 
+    formulation = "AccTFM's formulation ([cost] model = \"acctfm\")"
     capabilities = frozenset({BATCH, ACCTFM_TABLES})
     metrics = ("time", "speedup", "idle_rate", "comm_bytes", "compression_ratio", "traffic_reduction",
                "compute_time", "comm_time", "fwd_time", "bwd_time")

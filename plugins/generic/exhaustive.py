@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 
-class ExhaustiveSearch:
+class ExhaustiveSearch(SearchEngine):
     """Evaluate every point of the design space (refuses spaces larger than max_size)."""
 
-    requires = frozenset()
     exact = True
 
     def __init__(self, *, max_size: int = 10_000_000, chunk: int = 65_536) -> None:

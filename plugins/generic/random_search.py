@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 
-class RandomSearch:
+class RandomSearch(SearchEngine):
     """Sample mappings uniformly at random until the budget is spent."""
 
-    requires = frozenset()
     exact = False
 
     def __init__(self, *, batch: int = 1024, evaluations: int = 10_000) -> None:

@@ -25,15 +25,14 @@ from __future__ import annotations
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from .seeding import seed_vectors
 
 
-class GeneticSearch:
+class GeneticSearch(SearchEngine):
     """Genetic algorithm (pymoo GA; NSGA-II for several objectives) on any design space."""
 
-    requires = frozenset()
     exact = False
     resumable = True
 

@@ -8,9 +8,10 @@ kept as one numpy array and pymoo's array operators work on column groups:
 - categorical: uniform crossover (UX) and random-choice mutation (pymoo's ChoiceRandomMutation,
   vectorised over the columns: pymoo's loops once per variable, a third of a GA's time on a
   150-variable AccPar plan): a choice index has no order, so no arithmetic on it;
-- integer and real: simulated binary crossover (SBX) and polynomial mutation (PM), integers
-  rounded afterwards by the repair;
-- sampling: IntegerRandomSampling for discrete columns, FloatRandomSampling for real ones;
+- integer, real and random-key (permutation) columns: simulated binary crossover (SBX) and
+  polynomial mutation (PM), integers rounded afterwards by the repair;
+- sampling: the formulation's own sampler when its space has one; else IntegerRandomSampling for
+  discrete columns, FloatRandomSampling for real ones and random keys;
 - repair: the space's own (clip to bounds, round the discrete entries).
 
 Every operator draws from the ``random_state`` pymoo hands it (the algorithm's seeded
@@ -35,7 +36,8 @@ from optmap.space import DesignSpace
 
 
 def _columns(space: DesignSpace, kinds: tuple[str, ...]) -> np.ndarray:
-    return np.array([i for i, v in enumerate(space.variables) if v.kind in kinds], int)
+    """The columns of the vector whose kind is one of ``kinds`` (a permutation's keys are "key")."""
+    return np.array([i for i, kind in enumerate(space.column_kind) if kind in kinds], int)
 
 
 def _part(space: DesignSpace, columns: np.ndarray) -> Problem:
@@ -47,7 +49,7 @@ class SpaceProblem(Problem):
     """The space as a pymoo problem: bounds, objectives and one constraint (the violation)."""
 
     def __init__(self, space: DesignSpace, n_obj: int) -> None:
-        super().__init__(n_var=len(space), n_obj=n_obj, n_ieq_constr=1, xl=space.lower, xu=space.upper, vtype=float)
+        super().__init__(n_var=space.width, n_obj=n_obj, n_ieq_constr=1, xl=space.lower, xu=space.upper, vtype=float)
 
 
 class MixedSampling(Sampling):
@@ -56,16 +58,19 @@ class MixedSampling(Sampling):
     def __init__(self, space: DesignSpace, seeds: np.ndarray | None = None) -> None:
         super().__init__()
         self.space = space
-        self.seeds = np.empty((0, len(space))) if seeds is None else np.asarray(seeds, float)
+        self.seeds = np.empty((0, space.width)) if seeds is None else np.asarray(seeds, float)
         self.groups = [(c, op) for c, op in ((_columns(space, ("categorical", "integer")), IntegerRandomSampling()),
-                                             (_columns(space, ("real",)), FloatRandomSampling())) if len(c)]
+                                             (_columns(space, ("real", "key")), FloatRandomSampling())) if len(c)]
 
     def _do(self, problem, n_samples, *args, random_state=None, **kwargs):
         n = max(0, n_samples - len(self.seeds))
-        X = np.zeros((n, len(self.space)))
-        for columns, op in self.groups:
-            X[:, columns] = op._do(_part(self.space, columns), n, random_state=random_state)
-        return np.vstack([self.seeds[:n_samples], X])
+        if self.space.custom_sample is not None:  # the formulation's own sampler
+            X = self.space.custom_sample(random_state, n)
+        else:
+            X = np.zeros((n, self.space.width))
+            for columns, op in self.groups:
+                X[:, columns] = op._do(_part(self.space, columns), n, random_state=random_state)
+        return np.vstack([self.seeds[:n_samples], self.space.repair(X)])
 
 
 class MixedCrossover(Crossover):
@@ -73,7 +78,7 @@ class MixedCrossover(Crossover):
 
     def __init__(self, space: DesignSpace, prob: float = 0.9, eta: float = 15.0) -> None:
         super().__init__(2, 2, prob=prob)
-        numeric = _columns(space, ("integer", "real"))
+        numeric = _columns(space, ("integer", "real", "key"))
         self.groups = [(c, op, _part(space, c)) for c, op in ((_columns(space, ("categorical",)), UX()),
                                                               (numeric, SBX(eta=eta))) if len(c)]
 
@@ -112,12 +117,12 @@ class MixedMutation(Mutation):
 
     def __init__(self, space: DesignSpace, rate: float | None = None, eta: float = 20.0) -> None:
         super().__init__(prob=1.0)
-        rate = 1.0 / len(space) if rate is None else rate
+        rate = 1.0 / max(1, space.width) if rate is None else rate
         categorical = _columns(space, ("categorical",))
-        numeric = _columns(space, ("integer", "real"))
+        numeric = _columns(space, ("integer", "real", "key"))
         self.groups = [
             (c, op, _part(space, c))
-            for c, op in ((categorical, ChoiceMutation([space.variables[i].cardinality for i in categorical],
+            for c, op in ((categorical, ChoiceMutation(space.upper[categorical] + 1,
                                                        prob=1.0, prob_var=rate)),
                           (numeric, PM(prob=1.0, prob_var=rate, eta=eta)))
             if len(c)

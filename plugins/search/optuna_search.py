@@ -47,7 +47,7 @@ import numpy as np
 
 from optmap.checkpoint import digest
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 from optmap.space import DesignSpace
 
 from .seeding import seed_vectors
@@ -57,37 +57,52 @@ PLAIN = (str, int, float, bool, type(None))
 
 
 class Codec:
-    """Space vectors ↔ Optuna parameters."""
+    """Space vectors ↔ Optuna parameters, one parameter per column of the vector.
+
+    A categorical column is a categorical parameter over its choices (or their indices when the
+    choices are not plain values); integer and real columns are int / float ranges; a
+    permutation's random keys are float parameters ``name[item]`` in [0, 1]. Pinned decisions
+    keep a one-value distribution, so Optuna only ever proposes the pinned value.
+    """
 
     def __init__(self, space: DesignSpace) -> None:
         from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
         self.space = space
-        self.labels: list[tuple | None] = []
+        self.names: list[str] = []
+        self.labels: list[tuple | None] = []  # per column: the categorical labels, by choice index
         self.distributions: dict[str, Any] = {}
-        for v in space.variables:
-            if v.kind == "categorical":
-                plain = all(isinstance(c, PLAIN) for c in v.choices) and len(set(v.choices)) == len(v.choices)
-                labels = tuple(v.choices) if plain else tuple(range(len(v.choices)))
+        low, high = space.lower, space.upper
+        for i, v in enumerate(space.variables):
+            for k in range(v.width):
+                column = int(space.offsets[i]) + k
+                name = v.name if v.width == 1 else f"{v.name}[{v.choices[k]}]"
+                labels = None
+                if v.kind == "categorical":
+                    plain = all(isinstance(c, PLAIN) for c in v.choices) and len(set(v.choices)) == len(v.choices)
+                    labels = tuple(v.choices) if plain else tuple(range(len(v.choices)))
+                    allowed = labels[int(low[column]):int(high[column]) + 1]
+                    distribution = CategoricalDistribution(allowed)
+                elif v.kind == "integer":
+                    distribution = IntDistribution(int(low[column]), int(high[column]))
+                else:
+                    distribution = FloatDistribution(float(low[column]), float(high[column]))
+                self.names.append(name)
                 self.labels.append(labels)
-                self.distributions[v.name] = CategoricalDistribution(labels)
-            else:
-                self.labels.append(None)
-                kind = IntDistribution if v.kind == "integer" else FloatDistribution
-                self.distributions[v.name] = kind(int(v.low), int(v.high)) if v.kind == "integer" else kind(v.low, v.high)
+                self.distributions[name] = distribution
 
     def vectors(self, params: list[dict[str, Any]]) -> np.ndarray:
-        X = np.empty((len(params), len(self.space)))
-        for j, (v, labels) in enumerate(zip(self.space.variables, self.labels)):
-            column = [p[v.name] for p in params]
+        X = np.empty((len(params), self.space.width))
+        for j, (name, labels) in enumerate(zip(self.names, self.labels)):
+            column = [p[name] for p in params]
             X[:, j] = [labels.index(c) for c in column] if labels is not None else column
         return X
 
     def params(self, x: np.ndarray) -> dict[str, Any]:
         out = {}
-        for v, labels, value in zip(self.space.variables, self.labels, x):
-            out[v.name] = labels[int(round(value))] if labels is not None else (
-                int(round(value)) if v.kind == "integer" else float(value))
+        for name, labels, kind, value in zip(self.names, self.labels, self.space.column_kind, x):
+            out[name] = labels[int(round(value))] if labels is not None else (
+                int(round(value)) if kind == "integer" else float(value))
         return out
 
 
@@ -114,10 +129,9 @@ def _quiet():
         optuna.logging.set_verbosity(level)
 
 
-class OptunaSearch:
+class OptunaSearch(SearchEngine):
     """Optuna study (TPE, CMA-ES, random, QMC, NSGA-II) with batched ask-and-tell; storage, resume."""
 
-    requires = frozenset()
     exact = False
     resumable = True
 

@@ -16,7 +16,7 @@ from optmap.search import Evaluator
 
 
 def seed_vectors(evaluator: Evaluator, names: list[str], seed: int) -> np.ndarray:
-    """Space vectors of the plans ``names`` (an (n, len(space)) array, duplicates removed)."""
+    """Space vectors of the plans ``names`` (an (n, space.width) array, duplicates removed)."""
     rows: list[np.ndarray] = []
     own = evaluator.cost_model.plans() if hasattr(evaluator.cost_model, "plans") else {}
     for name in names:
@@ -35,7 +35,7 @@ def seed_vectors(evaluator: Evaluator, names: list[str], seed: int) -> np.ndarra
         rows.append(child.best_x)
         rows.extend(child.front_x)
     if not rows:
-        return np.empty((0, len(evaluator.space)))
+        return np.empty((0, evaluator.space.width))
     X = evaluator.space.repair(np.array(rows))
     _, first = np.unique(X, axis=0, return_index=True)
     return X[np.sort(first)]

@@ -11,7 +11,7 @@ pytest.importorskip("pymoo")
 
 from conftest import ROOT
 from optmap.cli import main
-from optmap.compare import compare
+from optmap.comparison import compare
 from optmap.cost import BATCH, CostReport
 from optmap.errors import OptmapError
 from optmap.host import load_host
@@ -89,7 +89,7 @@ def test_exact_engine_sets_the_reference_and_time_to_one_percent():
 
 
 def test_exhaustive_cut_by_a_stop_is_not_exact():
-    from optmap.compare import _is_exact
+    from optmap.comparison import _is_exact
     from optmap.plugins.generic.exhaustive import ExhaustiveSearch
 
     run = solve(bowl(), "exhaustive")

@@ -54,7 +54,8 @@ EXPECTED: dict[str, list[str]] = {
     "unknown_search_key": ["[search] unknown key 'evals'", "valid keys: engine, seed, budget", "[search.<engine>]"],
     "unknown_search_engine_option": ["[search.accpar]", "unknown key 'sweep'", "did you mean 'sweeps'?",
                                      "valid keys: ratio, sweeps"],
-    "unknown_group_key": ["[[system.groups]] #1", "unknown key 'memory_gib'", "valid keys: accelerator, count"],
+    "unknown_group_key": ["[[system.groups]] #1", "unknown key 'memroy_gib'", "did you mean 'memory_gib'?",
+                          "valid keys: accelerator, attrs, count"],  # a group's other keys are its accelerator's
     "unknown_objective_key": ["[objective] unknown key 'minimise'", "did you mean 'minimize'?"],
     "unknown_budget_key": ["[search] budget", "unknown key 'evals'", "valid keys: evaluations, seconds"],
     "search_engine_option_not_a_table": ["[search] 'accpar' must be a table [search.accpar]"],

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from optmap.plugins.acctfm.megatron import (
+from optmap.plugins.acctfm.tensor_parallel import (
     ComputeModel, Compression, alpha_beta_allreduce, collective_coeffs, megatron_tables,
 )
 from optmap.plugins.acctfm.schedule import (
     PS, CostTables, alg1, batch_makespan, brute_force, evaluate, evaluate_batch, exact_dp, solve,
     simulate_pass, split_or_merge, uniform,
 )
-from optmap.plugins.acctfm.transformer import TF8, preset
+from optmap.plugins.transformer.presets import TF8, preset
 
 K = np.array(PS, float)
 

@@ -1,11 +1,10 @@
-"""AccTFM ``transformer`` workload builder: registration, layer graph, agreement with the config."""
+"""AccTFM on the shared ``transformer`` workload: registration and the problem-file section."""
 
 import pytest
 
 from optmap.errors import OptmapError
 from optmap.host import load_host
-from optmap.plugins.acctfm.transformer import PRESETS
-from optmap.plugins.acctfm.workload import TransformerWorkload, transformer
+from optmap.plugins.transformer.workload import transformer
 from optmap.problem import build_problem
 
 
@@ -14,58 +13,6 @@ def test_registered_as_plugin():
     assert host.get("workload", "transformer").resolve() is transformer
     assert host.get("cost_model", "acctfm").plugin == "acctfm"
     assert {"acctfm", "megatron"} <= set(host.names("search_engine"))
-
-
-@pytest.mark.parametrize("name", sorted(PRESETS))
-def test_layer_graph_flops_equal_config(name):
-    w = transformer(batch=3, preset=name)
-    cfg = w.config
-    assert isinstance(w, TransformerWorkload) and cfg is PRESETS[name]
-    weighted = w.weighted_layers()
-    assert sum(layer.flops(3).forward for layer in weighted) == 3 * cfg.flops_fwd()  # matmul FLOPs only
-    # the IR's backward = 2 x forward for every GEMM, the config's bwd_factor
-    assert sum(layer.flops(3).total for layer in weighted) == pytest.approx(3 * 3 * cfg.flops_fwd())
-    # every block's GEMMs are listed under its name; the head is the only other weighted layer
-    per_block = {b.name: b.flops_fwd for b in cfg.blocks()}
-    for block, flops in per_block.items():
-        assert sum(l.flops(1).forward for l in weighted if l.name.startswith(block + ".")) == flops
-    assert {l.name for l in weighted if l.name.rpartition(".")[0] not in per_block} <= {"lm_head"}
-
-
-def test_tf8_layers_and_params():
-    w = transformer(batch=128, preset="TF8")
-    ops = {layer.op for layer in w.layers()}
-    assert {"linear", "matmul", "layernorm", "add", "activation", "input"} == ops
-    names = {layer.name for layer in w.layers()}
-    assert {"enc0.self_attn.q", "dec5.cross_attn.k", "dec5.ffn.w2", "enc.final_norm", "lm_head", "tgt_input"} <= names
-    assert w.layer("dec0.cross_attn.k").in_shapes == ((256, 1024),)  # K, V from the encoder output
-    assert w.inputs_of("dec0.cross_attn.k") == ("enc.final_norm",)
-    assert w.layer("enc0.self_attn.scores").out_shape == (256, 256)  # heads folded into the contraction
-    assert w.layer("enc0.ffn.act").attr("kind") == "relu"  # paper Eq. 2
-    parts = w.config.param_breakdown()
-    assert w.params == parts["blocks"] + parts["final_norms"] + 1024 * 32768  # + the tied head weight
-
-
-def test_explicit_config_and_overrides():
-    w = transformer(batch=4, kind="decoder-only", layers=2, d_model=64, heads=4, d_ff=256, seq_len=16,
-                    vocab=100, dtype="fp16", phase="inference")
-    assert w.config.head_dim == 16 and w.config.n_blocks == 4 and w.dtype == "fp16" and w.phase == "inference"
-    assert w.layer("dec1.ffn.act").attr("kind") == "gelu"
-    assert transformer(batch=2, preset="TF8", seq_len=64).config.seq_len == 64
-    dec = transformer(batch=2, kind="decoder", layers=1, d_model=32, heads=2, d_ff=64, seq_len=8,
-                      src_seq_len=12, vocab=10)
-    assert dec.layer("memory").out_shape == (12, 32) and dec.config.n_blocks == 3
-
-
-def test_errors_are_one_line():
-    with pytest.raises(OptmapError, match="did you mean 'TF8'"):
-        transformer(batch=2, preset="TF88")
-    with pytest.raises(OptmapError, match="give kind, layers"):
-        transformer(batch=2, d_model=64)
-    with pytest.raises(OptmapError, match="positive"):
-        transformer(batch=2, preset="TF8", seq_len=0)
-    with pytest.raises(OptmapError, match="decoder_layers"):
-        transformer(batch=2, kind="encoder-decoder", layers=1, d_model=8, heads=2, d_ff=8, seq_len=4, vocab=5)
 
 
 def test_problem_file_section():

@@ -4,7 +4,7 @@ Decision (issue 5, item 1): the builder returns a :class:`TransformerWorkload`, 
 :class:`optmap.workload.Workload` (built with :class:`WorkloadBuilder`, so every generic tool —
 ``optmap show``, FLOP totals, other cost models — sees real layers) that also carries the
 :class:`TransformerConfig` it came from. The ``acctfm`` cost model reads the config's Megatron
-blocks (one compute op and one All-Reduce per direction, see ``transformer.py``); the layer graph
+blocks (one compute op and one All-Reduce per direction, see ``config.py``); the layer graph
 is their itemised view, and both give identical FLOPs (tested).
 
 Layer names are ``<block>.<op>`` with the block names of the cost model (``enc0.self_attn.q``,
@@ -17,7 +17,13 @@ prefix. Per block:
   encoder output (``enc.final_norm`` in pre-LN stacks), or from the ``memory`` input of a
   ``kind = "decoder"`` config (a decoder with cross-attention but no encoder).
 * ffn: ``norm`` → ``w1`` → ``act`` (ReLU, paper Eq. 2, for encoder-decoder models; GELU for the
-  BERT/GPT-2 families unless ``activation`` is given) → ``w2`` → ``residual``.
+  BERT/GPT-2 families unless ``activation`` is given) → ``w2`` → ``residual``. A gated MLP
+  (``gated_mlp``, SwiGLU) has ``w1`` (gate) → ``act`` (SiLU) and ``w3`` (up), joined by ``gate``
+  before ``w2``.
+* grouped-query attention (``kv_heads`` < ``heads``): ``k`` and ``v`` project to kv_heads·head_dim
+  and are repeated to the query width before the attention matmuls (``k_expand``, ``v_expand``: a
+  concat of the projection and identity copies, Hugging Face's ``repeat_kv``), so the matmul MACs
+  are exactly the grouped attention's.
 
 Representation limits (the IR has no reshape, gather or embedding op):
 
@@ -41,7 +47,8 @@ from typing import Literal
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
 
-from .transformer import PRESETS, TransformerConfig
+from .config import TransformerConfig
+from .presets import PRESETS
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,19 +60,29 @@ class TransformerWorkload(Workload):
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
-           "src_seq_len", "vocab", "bias")
+           "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
 
 
-def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, pre_ln: bool, bias: bool,
-               memory: str | None) -> str:
+def _repeat(b: WorkloadBuilder, x: str, times: int, name: str) -> str:
+    """``x`` repeated ``times`` along its features (GQA's repeat_kv; identity copies, no FLOPs)."""
+    if times == 1:
+        return x
+    copies = [b.dropout(x, p=0.0, name=f"{name}_copy{i}") for i in range(1, times)]  # p = 0: identity
+    return b.concat(x, *copies, axis=-1, name=name)
+
+
+def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, kv_inner: int, pre_ln: bool,
+               bias: bool, memory: str | None) -> str:
     """One (self- or cross-) attention block; returns its output tensor."""
     d = b.shape(x)[-1]
     h = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
     kv = h if memory is None else memory
     q = b.linear(h, inner, bias=bias, name=f"{prefix}.q")
-    k = b.linear(kv, inner, bias=bias, name=f"{prefix}.k")
-    v = b.linear(kv, inner, bias=bias, name=f"{prefix}.v")
+    k = b.linear(kv, kv_inner, bias=bias, name=f"{prefix}.k")
+    v = b.linear(kv, kv_inner, bias=bias, name=f"{prefix}.v")
+    k = _repeat(b, k, inner // kv_inner, f"{prefix}.k_expand")
+    v = _repeat(b, v, inner // kv_inner, f"{prefix}.v_expand")
     s = b.matmul(q, k, transpose_b=True, name=f"{prefix}.scores")  # Eq. 1: Q·Kᵀ (heads folded)
     p = b.activation(s, "softmax", name=f"{prefix}.softmax")
     c = b.matmul(p, v, name=f"{prefix}.context")  # Eq. 1: softmax(·)·V
@@ -74,11 +91,15 @@ def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, pre_ln: bool
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
 
 
-def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias: bool, activation: str) -> str:
+def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias: bool, activation: str,
+         gated: bool) -> str:
     d = b.shape(x)[-1]
-    h = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
-    h = b.linear(h, d_ff, bias=bias, name=f"{prefix}.w1")  # Eq. 2: x·W1 + b1
+    n = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
+    h = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w1")  # Eq. 2: x·W1 + b1 (the gate when gated)
     h = b.activation(h, activation, name=f"{prefix}.act")
+    if gated:  # SwiGLU (Shazeer 2020): act(x·W1) ⊙ x·W3; the IR has no product op, so ``gate`` is an
+        up = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w3")  # element-wise add of the same shape
+        h = b.add(h, up, name=f"{prefix}.gate")
     h = b.linear(h, d, bias=bias, name=f"{prefix}.w2")  # Eq. 2: ·W2 + b2
     y = b.add(x, h, name=f"{prefix}.residual")
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
@@ -86,7 +107,7 @@ def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias:
 
 def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> WorkloadBuilder:
     """The layer graph of ``cfg`` (see the module docstring for names and limits)."""
-    act = activation or ("relu" if cfg.kind == "encoder-decoder" else "gelu")
+    act = activation or ("relu" if cfg.kind == "encoder-decoder" else "silu" if cfg.gated_mlp else "gelu")
     pre_ln = cfg.final_norm  # pre-LN stacks end with a final norm (GPT-2, the TF models); BERT is post-LN
     d, inner = cfg.d_model, cfg.inner
     b = WorkloadBuilder(cfg.name, (cfg.src_len if cfg.kind == "encoder-decoder" else cfg.seq_len, d))
@@ -101,14 +122,23 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
             x = b.input((cfg.seq_len, d), "tgt_input")
         for blk in (bl for bl in blocks if bl.stack == stack):
             if blk.kind == "ffn":
-                x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act)
+                x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act, cfg.gated_mlp)
             else:
-                x = _attention(b, x, blk.name, inner, pre_ln, cfg.bias, memory if blk.kind == "cross_attn" else None)
+                x = _attention(b, x, blk.name, inner, cfg.kv_inner, pre_ln, cfg.bias,
+                               memory if blk.kind == "cross_attn" else None)
         if cfg.final_norm:
             x = b.layernorm(x, name=f"{stack}.final_norm")
     if cfg.lm_head:
         b.linear(x, cfg.vocab, bias=False, name="lm_head")
     return b
+
+
+def build(cfg: TransformerConfig, batch: int, dtype: str = "fp32", phase: str = "training",
+          activation: str | None = None) -> TransformerWorkload:
+    """The workload of a config (its layer graph, carrying the config)."""
+    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
+    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
+    return TransformerWorkload(**values, config=cfg)
 
 
 def _config(preset: str | None, given: dict) -> TransformerConfig:
@@ -143,24 +173,29 @@ def transformer(
     src_seq_len: int | None = None,
     vocab: int | None = None,
     bias: bool | None = None,
-    activation: Literal["relu", "gelu"] | None = None,
+    kv_heads: int | None = None,
+    gated_mlp: bool | None = None,
+    max_positions: int | None = None,
+    tied_output: bool | None = None,
+    activation: Literal["relu", "gelu", "silu"] | None = None,
 ) -> TransformerWorkload:
     """Transformer stack (encoder, decoder, decoder-only, encoder-decoder) from a preset or explicit sizes.
 
     ``preset``: TF8, TF16, TF32, TF64 (AccTFM Table 2; seq_len 256 is an assumption), bert-base,
-    bert-large, gpt2, gpt2-medium, gpt2-large, gpt2-xl; any other key given overrides the preset.
+    bert-large, gpt2, gpt2-medium, gpt2-large, gpt2-xl, the Megatron GPT models megatron-22b,
+    gpt3-175b, turing-530b, megatron-1t, and Llama-style llama2-7b, llama2-70b, llama3-8b,
+    llama3-70b (grouped-query attention, gated MLPs); any other key given overrides the preset.
+    ``kv_heads`` (grouped-query attention) must divide ``heads``; ``gated_mlp`` gives a SwiGLU MLP.
     Without a preset, kind, layers, d_model, heads, d_ff, seq_len and vocab are required
     (head_dim defaults to d_model / heads, decoder_layers is needed for encoder-decoder).
     ``activation`` only names the FFN non-linearity in the layer graph (no effect on costs).
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name != "max_positions":
             raise OptmapError(f"transformer: {name} must be a positive integer, got {value}")
     try:
         cfg = _config(preset, given)
     except ValueError as exc:
         raise OptmapError(f"transformer: {exc}") from None
-    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
-    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
-    return TransformerWorkload(**values, config=cfg)
+    return build(cfg, batch, dtype, phase, activation)

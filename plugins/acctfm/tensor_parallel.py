@@ -42,9 +42,10 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from optmap.plugins.transformer.config import TransformerConfig
+
 from .compression import num_kept
 from .schedule import PS, CostTables
-from .transformer import TransformerConfig
 
 AllReduceTime = Callable[[np.ndarray], np.ndarray]
 

@@ -113,18 +113,32 @@ class TransformerConfig:
     lm_head: bool = True  # the output projection to the vocabulary is computed (FLOPs)
     cross_kv_grad: bool = True  # cross-attn bwd All-Reduce also carries d(encoder output)
     bwd_factor: float = 2.0  # backward FLOPs / forward FLOPs
+    kv_heads: int | None = None  # key/value heads (grouped-query attention, Ainslie et al. 2023); None = heads
+    gated_mlp: bool = False  # gated MLP (SwiGLU, Shazeer 2020): gate and up projections d×d_ff, down d_ff×d
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
             raise ValueError(f"unknown transformer kind {self.kind!r}")
         if self.kind == "encoder-decoder" and self.decoder_layers <= 0:
             raise ValueError("an encoder-decoder config needs decoder_layers > 0")
+        if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads):
+            raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
 
     # ---- shapes -------------------------------------------------------------------------------
     @property
     def inner(self) -> int:
         """Attention inner width heads × head_dim (paper Table 2: d_k = d_v = 128)."""
         return self.heads * self.head_dim
+
+    @property
+    def kv_inner(self) -> int:
+        """Key (and value) projection width kv_heads × head_dim (= inner without GQA)."""
+        return (self.heads if self.kv_heads is None else self.kv_heads) * self.head_dim
+
+    @property
+    def mlp_in(self) -> int:
+        """Output width of the MLP's first linear: d_ff, or 2·d_ff for a gated MLP (gate and up)."""
+        return 2 * self.d_ff if self.gated_mlp else self.d_ff
 
     @property
     def src_len(self) -> int:
@@ -147,11 +161,17 @@ class TransformerConfig:
 
     # ---- parameters -----------------------------------------------------------------------------
     def _block_params(self, kind: BlockKind) -> int:
-        d, a, b = self.d_model, self.inner, int(self.bias)
+        d, a, kv, b = self.d_model, self.inner, self.kv_inner, int(self.bias)
         norm = self.norm_params * d  # one LayerNorm per block
         if kind == "ffn":
-            return d * self.d_ff + b * self.d_ff + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2
-        return 3 * (d * a + b * a) + a * d + b * d + norm  # Q,K,V and output linears (Eq. 1)
+            f = self.mlp_in
+            return d * f + b * f + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2 (W1 = gate+up if gated)
+        return (d * a + b * a) + 2 * (d * kv + b * kv) + a * d + b * d + norm  # Q; K,V (GQA width); output
+
+    @property
+    def layer_params(self) -> int:
+        """Parameters of one self-attention + MLP layer (a decoder-only or encoder layer)."""
+        return self._block_params("self_attn") + self._block_params("ffn")
 
     def param_breakdown(self) -> dict[str, int]:
         """Trainable parameters by component (see the module docstring for what is counted)."""
@@ -175,15 +195,15 @@ class TransformerConfig:
 
     # ---- blocks ---------------------------------------------------------------------------------
     def _block_flops_fwd(self, kind: BlockKind, stack: str) -> float:
-        d, a = self.d_model, self.inner
+        d, a, kv = self.d_model, self.inner, self.kv_inner
         s = self.seq_len
         if kind == "ffn":
-            return 2.0 * s * d * self.d_ff * 2  # Eq. 2: two GEMMs
+            return 2.0 * s * d * (self.mlp_in + self.d_ff)  # Eq. 2: two GEMMs (the first gate+up if gated)
         if kind == "self_attn":
-            proj = 2.0 * s * d * 3 * a + 2.0 * s * a * d  # QKV + output projection
+            proj = 2.0 * s * d * (a + 2 * kv) + 2.0 * s * a * d  # QKV + output projection
             return proj + 2 * 2.0 * s * s * a  # Eq. 1: Q·K^T and softmax(.)·V
         m = self.src_len
-        proj = 2.0 * s * d * a + 2.0 * m * d * 2 * a + 2.0 * s * a * d  # Q, K/V of memory, output
+        proj = 2.0 * s * d * a + 2.0 * m * d * 2 * kv + 2.0 * s * a * d  # Q, K/V of memory, output
         return proj + 2 * 2.0 * s * m * a  # Eq. 1 with keys from the encoder
 
     def blocks(self) -> tuple[Block, ...]:
@@ -228,63 +248,3 @@ class TransformerConfig:
 
     def with_(self, **changes) -> "TransformerConfig":
         return dataclasses.replace(self, **changes)
-
-
-# ---- presets --------------------------------------------------------------------------------------
-
-def _tf(name: str, heads: int, d_ff: int) -> TransformerConfig:
-    # AccTFM Table 2 (models from Mesh-TensorFlow [24]); d_model, depth, vocab inferred (note §4.2):
-    # d_model 1024, 6 + 6 layers, d_k = d_v = 128, 32k (2^15) vocab with separate source/target
-    # matrices, target tied to the softmax, no biases, pre-LN with a final norm per stack.
-    # Gives 0.243/0.419/0.772/1.476 B; a 32000 vocabulary would round TF64 to 1.47, not 1.48.
-    # seq_len is not reported: 256 is an assumption (note §6.1 sketch).
-    return TransformerConfig(name=name, kind="encoder-decoder", layers=6, decoder_layers=6,
-                             d_model=1024, heads=heads, head_dim=128, d_ff=d_ff, seq_len=256,
-                             vocab=32768, bias=False, final_norm=True)
-
-
-TF8 = _tf("TF8", 8, 4096)
-TF16 = _tf("TF16", 16, 8192)
-TF32 = _tf("TF32", 32, 16384)
-TF64 = _tf("TF64", 64, 32768)
-
-# Paper Table 2: parameters in billions, and batch sizes.
-PAPER_PARAMS_B = {"TF8": 0.24, "TF16": 0.42, "TF32": 0.77, "TF64": 1.48}
-PAPER_BATCH = {"TF8": 128, "TF16": 128, "TF32": 128, "TF64": 64}
-
-
-def _bert(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
-    # HF BertModel (bert-*-uncased): 30522 vocab, 512 positions, 2 token types, post-LN, pooler.
-    return TransformerConfig(name=name, kind="encoder", layers=layers, d_model=d, heads=heads,
-                             head_dim=d // heads, d_ff=4 * d, seq_len=512, vocab=30522,
-                             max_positions=512, type_vocab=2, embedding_norm=True, pooler=True,
-                             lm_head=False)
-
-
-BERT_BASE = _bert("bert-base", 12, 768, 12)
-BERT_LARGE = _bert("bert-large", 24, 1024, 16)
-
-
-def _gpt2(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
-    # HF GPT2Model/GPT2LMHeadModel: 50257 vocab, 1024 positions, pre-LN + ln_f, tied head.
-    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
-                             head_dim=d // heads, d_ff=4 * d, seq_len=1024, vocab=50257,
-                             max_positions=1024, final_norm=True)
-
-
-GPT2_SMALL = _gpt2("gpt2", 12, 768, 12)
-GPT2_MEDIUM = _gpt2("gpt2-medium", 24, 1024, 16)
-GPT2_LARGE = _gpt2("gpt2-large", 36, 1280, 20)
-GPT2_XL = _gpt2("gpt2-xl", 48, 1600, 25)
-
-PRESETS: dict[str, TransformerConfig] = {
-    c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
-                        GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL)
-}
-
-
-def preset(name: str, **overrides) -> TransformerConfig:
-    """A preset by name (e.g. ``"TF8"``, ``"gpt2-xl"``), with field overrides such as seq_len."""
-    if name not in PRESETS:
-        raise KeyError(f"unknown transformer preset {name!r}; valid: {', '.join(PRESETS)}")
-    return dataclasses.replace(PRESETS[name], **overrides) if overrides else PRESETS[name]

@@ -1,10 +1,9 @@
-"""AccTFM transformer configs: exact parameter counts, blocks, FLOPs and message sizes."""
+"""Transformer configs (shared workload): exact parameter counts, blocks, FLOPs and message sizes."""
 
 import pytest
 
-from optmap.plugins.acctfm.transformer import (
-    PAPER_PARAMS_B, PRESETS, TF8, TF64, TransformerConfig, preset,
-)
+from optmap.plugins.transformer.config import TransformerConfig
+from optmap.plugins.transformer.presets import PAPER_PARAMS_B, PRESETS, TF8, TF64, preset
 
 # Exact counts of the Hugging Face checkpoints, `sum(p.numel() for p in model.parameters())` of
 # BertModel (incl. pooler, no MLM head) and GPT2Model/GPT2LMHeadModel (lm_head tied to wte):

@@ -1,0 +1,126 @@
+"""The problem spec: one TOML file composes a workload, a system, a cost model and a search.
+
+Every section names a registered plugin; its other keys are that plugin's options, validated
+against the plugin's signature. Errors name the file, the key path and the fix, in one line.
+
+- :mod:`~optmap.problem.spec`: reading the file, ``--set`` overrides, ``--fix`` values;
+- :mod:`~optmap.problem.workload_section`, :mod:`~optmap.problem.system_section`: building the
+  workload (by name or from a model file) and the system (with the file's own accelerators);
+- :mod:`~optmap.problem.goals`: objectives, constraints, pinned decisions;
+- :mod:`~optmap.problem.search_section`: the default engine, seed, budget and engine options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optmap.cost import missing as cost_model_missing
+from optmap.errors import OptmapError, did_you_mean
+from optmap.host import Host, load_host
+from optmap.problem import goals
+from optmap.problem.common import REQUIRED, call, check_returned, pop_name, resolve, section, short
+from optmap.problem.search_section import SearchDefaults, search_defaults
+from optmap.problem.spec import SECTIONS, apply_overrides, parse_fix, parse_override, read_spec
+from optmap.problem.system_section import accelerators, build_system
+from optmap.problem.workload_section import build_workload
+from optmap.search.engine import misfit
+
+__all__ = ["Problem", "SearchDefaults", "apply_overrides", "build_problem", "load", "parse_override", "read_spec"]
+
+NAME_LIMIT = 200  # characters; a problem's name also names its default result folder
+
+
+@dataclass
+class Problem:
+    """A validated problem: built workload, system and cost model, plus objective and search."""
+
+    name: str
+    path: Path | None
+    spec: dict[str, Any]
+    workload: Any
+    system: Any
+    cost_model: Any
+    objectives: tuple[str, ...]
+    constraints: dict[str, float]
+    search: SearchDefaults
+    host: Host
+    senses: tuple[str, ...] = ()
+    lower_bounds: dict[str, float] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
+    cost_name: str = ""
+
+    @property
+    def space(self):
+        """The space engines search: the cost model's, with the ``[fix]`` decisions pinned."""
+        return self.cost_model.space.pin(self.fixed) if self.fixed else self.cost_model.space
+
+
+def _name(where: str, spec: dict, path: Path | None) -> str:
+    name = spec.get("name", path.stem if path else "problem")
+    if not isinstance(name, str) or not name.strip():
+        raise OptmapError(f"{where}: name must be a non-empty string, got {short(name)}")
+    if len(name) > NAME_LIMIT or any(ord(c) < 32 for c in name):
+        raise OptmapError(f"{where}: name must be at most {NAME_LIMIT} printable characters (no control characters "
+                          f"such as NUL or newline), got {short(name)}")
+    return name
+
+
+def _engine_fits(where: str, engine: str, host: Host, cost_model: Any, cost_name: str) -> None:
+    factory = resolve(f"{where}: [search] engine '{engine}'", host.get("search_engine", engine))
+    reason = misfit(factory, cost_model)  # class attributes; instances are checked again when built
+    if reason:
+        raise OptmapError(f"{where}: [search] engine '{engine}' does not fit cost model '{cost_name}': it {reason}; "
+                          f"choose another engine (e.g. ga, random or exhaustive)")
+
+
+def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple[str, ...] = (),
+                  disabled: tuple[str, ...] = ()) -> Problem:
+    """Validate a raw spec table and build everything it names.
+
+    Checks run in file order (top-level keys, [workload], [accelerators] and [system], [cost],
+    [objective], [constraints], [fix], [search]); the first problem found is raised as a
+    one-line OptmapError that names the file, the section and the key.
+    """
+    where = str(path) if path else "problem"
+    unknown = [key for key in spec if key not in SECTIONS]
+    if unknown:
+        raise OptmapError(f"{where}: unknown top-level key '{unknown[0]}'{did_you_mean(unknown[0], SECTIONS)}")
+    name = _name(where, spec, path)
+    description = spec.get("description", "")
+    if not isinstance(description, str):
+        raise OptmapError(f"{where}: description must be a string, got {short(description)}")
+    tables = {key: section(where, spec, key, key in REQUIRED) for key in SECTIONS[2:]}
+    host = load_host(plugins, disabled)
+    base = path.parent if path else None
+    workload = build_workload(where, tables["workload"], host, base)
+    own = accelerators(where, tables["accelerators"], host, base)
+    system = build_system(where, tables["system"], host, own)
+    cost_entry = pop_name(where, "cost", tables["cost"], "model", host, "cost_model")
+    what = f"{where}: [cost] model '{cost_entry.name}'"
+    cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",))
+    check_returned(what, cost_entry, cost_model, cost_model_missing)
+    names, senses = goals.objectives(where, tables["objective"], cost_model, cost_entry.name)
+    upper, lower = goals.constraints(where, tables["constraints"], tuple(cost_model.metrics), cost_entry.name)
+    fixed = goals.fixes(where, tables["fix"], cost_model)
+    search = search_defaults(where, tables["search"], host)
+    _engine_fits(where, search.engine, host, cost_model, cost_entry.name)
+    return Problem(name=name, path=path, spec=spec, workload=workload, system=system, cost_model=cost_model,
+                   objectives=names, constraints=upper, search=search, host=host, senses=senses,
+                   lower_bounds=lower, fixed=fixed, cost_name=cost_entry.name)
+
+
+def load(path: str | Path, overrides: list[str] | tuple[str, ...] = (), plugins: tuple[str, ...] = (),
+         fixes: list[str] | tuple[str, ...] = (), disabled: tuple[str, ...] = ()) -> Problem:
+    """Read, override (``section.key=value``, ``--fix NAME=VALUE``) and validate a problem file."""
+    path = Path(path)
+    spec = apply_overrides(read_spec(path), list(overrides))
+    if fixes:
+        table = spec.setdefault("fix", {})
+        if not isinstance(table, dict):
+            raise OptmapError(f"{path}: 'fix' must be a table [fix], got {short(table)}")
+        for text in fixes:
+            decision, value = parse_fix(text)
+            table[decision] = value
+    return build_problem(spec, path, tuple(plugins), tuple(disabled))

@@ -1,0 +1,16 @@
+"""Accelerators, groups of devices, and the topology graph of a multi-accelerator system.
+
+- :mod:`~optmap.system.accelerator`: `Accelerator` (SI units, free-form ``attrs``);
+- :mod:`~optmap.system.groups`: `GroupSpec` (a problem file's group), `Group`, `assign_devices`;
+- :mod:`~optmap.system.graph`: `System` (devices, groups, the networkx graph, routing);
+- :mod:`~optmap.system.routing`: minimum-hop routes (widest, quickest).
+"""
+
+from optmap.system.accelerator import DEFAULT_DTYPE_KEY, Accelerator, canonical_dtype
+from optmap.system.graph import Link, System, device_graph
+from optmap.system.groups import Group, GroupSpec, assign_devices
+
+__all__ = [
+    "DEFAULT_DTYPE_KEY", "Accelerator", "Group", "GroupSpec", "Link", "System", "assign_devices", "canonical_dtype",
+    "device_graph",
+]

@@ -1,0 +1,128 @@
+"""DGX clusters: nodes of 8 GPUs on NVSwitch, one InfiniBand adapter per GPU between nodes.
+
+Topologies ``dgx-a100`` and ``dgx-h100`` build a :class:`optmap.system.System` of any GPU count
+(``ceil(count / 8)`` nodes; the last node may be partly filled). The graph has one hub per node
+(``"nvswitch<i>"``, spokes at the per-GPU NVLink rate) and one InfiniBand fabric hub (``"ib"``,
+spokes at the per-GPU adapter rate, a non-blocking fat tree as on Selene). Two GPUs of one node
+meet through their NVSwitch and two GPUs of different nodes through the fabric, both in two hops,
+so :meth:`System.path_bandwidth` gives NVLink inside a node and InfiniBand between nodes.
+
+``System.params`` records the two levels (``gpus_per_node``, ``intra_bandwidth`` /
+``intra_latency``, ``inter_bandwidth`` / ``inter_latency``, SI units), so
+:func:`group_link` prices a collective group of thousands of GPUs without routing every pair;
+for any other topology it asks the System (:meth:`System.subset_bandwidth`), which agrees on
+small DGX systems (tested).
+
+Constants (per direction, per GPU), each a named option in Gb/s or µs:
+
+* DGX A100 (NVIDIA DGX A100 System Architecture white paper, 2020; DGX A100 datasheet): 8 × A100
+  SXM4 80 GB, third-generation NVLink through six NVSwitches, 600 GB/s bidirectional per GPU =
+  300 GB/s = 2,400 Gb/s each way; 8 × ConnectX-6 HDR InfiniBand, 200 Gb/s each (one per GPU, the
+  compute fabric of Selene, Narayanan et al. SC'21 §5).
+* DGX H100 (NVIDIA DGX H100 datasheet, 2022): 8 × H100 SXM5 80 GB, fourth-generation NVLink
+  through four NVSwitches, 900 GB/s bidirectional per GPU = 450 GB/s = 3,600 Gb/s each way;
+  8 × ConnectX-7 NDR InfiniBand, 400 Gb/s each.
+* Latencies are not datasheet figures: 1 µs per NVSwitch step and 2 µs per InfiniBand step are
+  assumptions (options ``nvlink_latency_us`` / ``ib_latency_us``) of the order of NCCL's
+  per-step latency; they matter only for small messages, not for the multi-megabyte collectives
+  of LLM training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Sequence
+
+import numpy as np
+from annotated_types import Ge, Gt
+
+from optmap.errors import OptmapError
+from optmap.system import Accelerator, GroupSpec, System, assign_devices, device_graph
+from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes, tflops_to_flops, us_to_s
+
+Gbps = Annotated[float, Gt(0)]
+Microseconds = Annotated[float, Ge(0)]
+
+GPUS_PER_NODE = 8  # both DGX generations (datasheets)
+
+# NVIDIA H100 SXM5 80 GB datasheet (dense tensor-core rates, without sparsity): 989.4 TFLOPS
+# bf16/fp16, 1,978.9 fp8, 494.7 tf32, 66.9 fp32 and fp64 tensor; 80 GB HBM3 at 3.35 TB/s; NVLink
+# 900 GB/s bidirectional; up to 700 W.
+H100 = Accelerator(
+    name="h100",
+    peak_flops={"bf16": tflops_to_flops(989.4), "fp16": tflops_to_flops(989.4), "fp8": tflops_to_flops(1978.9),
+                "tf32": tflops_to_flops(494.7), "fp32": tflops_to_flops(66.9), "fp64": tflops_to_flops(66.9)},
+    memory_bytes=gib_to_bytes(80),
+    memory_bandwidth=gBps_to_bytes_per_s(3350),
+    network_bandwidth=gBps_to_bytes_per_s(900),
+    power_watts=700,
+    description="NVIDIA H100 SXM5 80 GB (datasheet, dense); network = NVLink 900 GB/s aggregate",
+)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Bandwidth (B/s, one direction, per GPU) and per-step latency (s) of one network level."""
+
+    bandwidth: float
+    latency: float
+
+
+def _check_count(topology: str, groups: Sequence[GroupSpec]) -> None:
+    if not groups:
+        raise OptmapError(f"topology '{topology}': list the GPUs as one [[system.groups]] entry")
+
+
+def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps: float,
+             nvlink_latency_us: float, ib_latency_us: float) -> System:
+    _check_count(topology, groups)
+    devices, grps = assign_devices(groups)
+    n = len(devices)
+    intra = Link(gbps_to_bytes_per_s(nvlink_gbps), us_to_s(nvlink_latency_us))
+    inter = Link(gbps_to_bytes_per_s(ib_gbps), us_to_s(ib_latency_us))
+    g = device_graph(devices)
+    nodes = math.ceil(n / GPUS_PER_NODE)
+    # spokes carry half the step latency each, so a GPU-to-GPU route has the level's latency
+    g.add_edges_from((d, f"nvswitch{d // GPUS_PER_NODE}", {"bandwidth": intra.bandwidth, "latency": intra.latency / 2})
+                     for d in range(n))
+    if nodes > 1:
+        g.add_edges_from((d, "ib", {"bandwidth": inter.bandwidth, "latency": inter.latency / 2}) for d in range(n))
+    params = {"gpus_per_node": GPUS_PER_NODE, "nodes": nodes,
+              "intra_bandwidth": intra.bandwidth, "intra_latency": intra.latency,
+              "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency}
+    return System(devices=devices, groups=grps, graph=g, topology=topology, params=params)
+
+
+def dgx_a100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 2400.0, ib_gbps: Gbps = 200.0,
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+    """DGX A100 nodes of 8 GPUs: NVLink 3 / NVSwitch 300 GB/s per GPU each way (2,400 Gb/s) inside a
+    node, one 200 Gb/s HDR InfiniBand adapter per GPU between nodes (DGX A100 datasheet)."""
+    return _cluster("dgx-a100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+
+
+def dgx_h100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 3600.0, ib_gbps: Gbps = 400.0,
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+    """DGX H100 nodes of 8 GPUs: NVLink 4 / NVSwitch 450 GB/s per GPU each way (3,600 Gb/s) inside a
+    node, one 400 Gb/s NDR InfiniBand adapter per GPU between nodes (DGX H100 datasheet)."""
+    return _cluster("dgx-h100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+
+
+def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:
+    """Ring bandwidth and per-step latency of a collective over ``devices`` (in ring order).
+
+    On a two-level cluster (``gpus_per_node`` in ``system.params``): the NVLink level when every
+    device is in one node, else the InfiniBand level (each GPU's own adapter is the ring's
+    bottleneck). Any other System: :meth:`System.subset_bandwidth` / ``subset_latency``.
+    """
+    devs = np.asarray(devices, dtype=np.int64)
+    if len(devs) <= 1:
+        return Link(math.inf, 0.0)
+    p = system.params
+    if "gpus_per_node" in p:
+        nodes = devs // int(p["gpus_per_node"])
+        if nodes.min() == nodes.max():
+            return Link(float(p["intra_bandwidth"]), float(p["intra_latency"]))
+        return Link(float(p["inter_bandwidth"]), float(p["inter_latency"]))
+    ring = [int(d) for d in devs]
+    return Link(system.subset_bandwidth(ring), system.subset_latency(ring))

@@ -1,0 +1,76 @@
+"""Memory per GPU: weights, gradients and optimizer state, and activations (Korthikanti et al. 2022).
+
+Activations of one transformer layer and one micro-batch, in bytes (16-bit activations, 1-byte
+dropout masks), written for any attention / MLP width so that grouped-query attention and gated
+MLPs are covered; for a GPT layer (inner = kv = h, d_ff = 4h, no gate) they are exactly the
+paper's formulas (tested):
+
+    replicated = 10 sbh        two LayerNorm inputs and outputs (8 sbh) and two dropout masks (2 sbh)
+    sharded    = 2sb(2·inner + 2·kv) + mlp     Q, K, V, projection input;  mlp = 2sb(d_ff_in + d_ff)
+                                               (+ 2sb·d_ff for the gated product)  -> 24 sbh for GPT
+    scores     = 5 a s² b      softmax output (2), its dropout mask (1) and dropout output (2)
+
+    none:       replicated/(t if sp) + sharded/t + scores/t   # Korthikanti Eq. 2 (t), Eq. 4 (t + sp)
+    selective:  replicated/(t if sp) + sharded/t              # Korthikanti Eq. 6: sbh(10 + 24/t), 34 sbh/t
+    full:       2 sbh/(t if sp)                               # Korthikanti §5: only the layer input
+
+A pipeline's first stage holds the most (Korthikanti §4.2.3): ``L`` layers' worth for 1F1B
+(``p`` micro-batches in flight of ``L/p`` layers; fewer when there are fewer micro-batches), and
+``L·(1 + (p-1)/(p·v))`` with ``v`` interleaved stages. Its input-embedding dropout mask adds
+``sbh·p`` (``/t`` with sp). With full recomputation one layer is rebuilt at a time, so its
+``none`` activations are held once more (the working set). The last stage holds its ``L/p``
+layers for one micro-batch and the logits: fp16 output and fp32 softmax, ``6 s b V / t``.
+
+Weights, gradients and optimizer state (Megatron-LM ``docs/distrib_optimizer.md``, mixed precision
+with 16-bit weights, fp32 gradients and Adam): 18 bytes per parameter, or ``6 + 12/d`` with the
+distributed optimizer (ZeRO-1, state sharded over the ``d`` data-parallel ranks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optmap.plugins.transformer.config import TransformerConfig
+
+NONE, SELECTIVE, FULL = 0, 1, 2
+RECOMPUTE = ("none", "selective", "full")
+
+BYTES_PER_PARAM = 18.0  # 2 (16-bit weight) + 4 (fp32 grad) + 12 (fp32 master weight, Adam m and v)
+SHARDED_FIXED, SHARDED_STATE = 6.0, 12.0  # distributed optimizer: 6 + 12/d bytes per parameter
+
+
+def layer_terms(cfg: TransformerConfig, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(replicated, sharded, scores) activation bytes of one layer for micro-batch ``b`` (above)."""
+    b = np.asarray(b, dtype=float)
+    s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
+    replicated = 10.0 * s * b * h
+    mlp = 2.0 * s * b * (cfg.mlp_in + cfg.d_ff) + (2.0 * s * b * cfg.d_ff if cfg.gated_mlp else 0.0)
+    sharded = 2.0 * s * b * (2 * cfg.inner + 2 * cfg.kv_inner) + mlp
+    scores = 5.0 * a * s * s * b
+    return replicated, sharded, scores
+
+
+def layer_activations(cfg: TransformerConfig, b, t, sp, recompute) -> np.ndarray:
+    """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above)."""
+    t = np.asarray(t, dtype=float)
+    rep_div = np.where(np.asarray(sp, bool), t, 1.0)
+    rep, shard, scores = layer_terms(cfg, b)
+    none = rep / rep_div + shard / t + scores / t
+    selective = rep / rep_div + shard / t
+    full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
+    rc = np.asarray(recompute)
+    return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, full))
+
+
+def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
+    """Layer-micro-batches of activations the first pipeline stage holds (Korthikanti §4.2.3)."""
+    p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
+    one_f_one_b = layers / p * np.minimum(m, p)
+    interleaved = layers * (1.0 + (p - 1.0) / (p * v))
+    return np.where(v > 1, interleaved, one_f_one_b)
+
+
+def optimizer_bytes_per_param(sharded, d) -> np.ndarray:
+    """Weights + gradients + optimizer state per parameter (Megatron distributed-optimizer table)."""
+    d = np.asarray(d, dtype=float)
+    return np.where(np.asarray(sharded, bool), SHARDED_FIXED + SHARDED_STATE / d, BYTES_PER_PARAM)

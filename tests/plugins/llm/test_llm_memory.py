@@ -1,0 +1,76 @@
+"""Memory per GPU against Korthikanti et al. 2022 (formulas by hand, Figure 1 and Figure 7 values)."""
+
+import numpy as np
+import pytest
+
+from optmap.plugins.llm import memory
+from optmap.plugins.transformer.presets import GPT3_175B, LLAMA2_70B, MEGATRON_1T, MEGATRON_22B, TURING_530B
+
+GIB = 2**30
+
+
+def test_layer_formulas_by_hand():
+    # Korthikanti Eqs. 2-6 for a GPT layer: s·b·h·(34 + 5as/h) etc., here s=2048, b=2, h=6144, a=64
+    cfg, b, t = MEGATRON_22B, 2, 4
+    s, h, a = 2048, 6144, 64
+    sbh = s * b * h
+    expect = {
+        (False, "none"): sbh * (10 + 24 / t + 5 * a * s / (h * t)),
+        (True, "none"): sbh / t * (34 + 5 * a * s / h),
+        (False, "selective"): sbh * (10 + 24 / t),
+        (True, "selective"): 34 * sbh / t,
+        (False, "full"): 2 * sbh,
+        (True, "full"): 2 * sbh / t,
+    }
+    for (sp, rc), value in expect.items():
+        got = memory.layer_activations(cfg, b, t, sp, memory.RECOMPUTE.index(rc))
+        assert float(got) == pytest.approx(value, rel=1e-12), (sp, rc)
+    # no parallelism at all: s·b·h·(34 + 5as/h) (Korthikanti Eq. 1)
+    assert float(memory.layer_activations(cfg, b, 1, False, 0)) == pytest.approx(sbh * (34 + 5 * a * s / h))
+
+
+@pytest.mark.parametrize("cfg,p,v,none_gib,seqsel_gib", [
+    # Korthikanti Figure 1 (activations per GPU, GiB), tensor 8, micro-batch 1 (22B: 4), batch = GPUs
+    (MEGATRON_22B, 1, 1, 59.25, 9.5625),
+    (GPT3_175B, 8, 3, 66.84375, 12.3515625),
+    (TURING_530B, 35, 3, 114.0234375, 23.076171875),
+    (MEGATRON_1T, 64, 1, 131.25, 26.5625),
+])
+def test_figure1_activation_memory(cfg, p, v, none_gib, seqsel_gib):
+    b = 4 if cfg is MEGATRON_22B else 1
+    m = 1 if cfg is MEGATRON_22B else 8 * p  # micro-batches (batch = GPU count, data parallel 1)
+    layers = memory.in_flight_layers(cfg.layers, p, v, m)
+    none = memory.layer_activations(cfg, b, 8, False, memory.NONE) * layers / GIB
+    seqsel = memory.layer_activations(cfg, b, 8, True, memory.SELECTIVE) * layers / GIB
+    assert float(none) == pytest.approx(none_gib, rel=1e-9)
+    assert float(seqsel) == pytest.approx(seqsel_gib, rel=1e-9)
+
+
+def test_figure7_full_recompute_share():
+    # Korthikanti Figure 7: full recomputation keeps 7.64 % (22B) and 8.71 % (175B) of "none"; the
+    # formula gives 2/26.33 = 7.60 % and 2/23 = 8.70 % (the figure is read to 0.1 %)
+    for cfg, share in ((MEGATRON_22B, 7.64), (GPT3_175B, 8.71)):
+        full = memory.layer_activations(cfg, 1, 8, False, memory.FULL)
+        none = memory.layer_activations(cfg, 1, 8, False, memory.NONE)
+        assert 100 * float(full / none) == pytest.approx(share, abs=0.05)
+
+
+def test_in_flight_layers():
+    # 1F1B: p micro-batches of L/p layers (fewer micro-batches: fewer); interleaved: L(1 + (p-1)/(pv))
+    assert float(memory.in_flight_layers(96, 8, 1, 64)) == 96
+    assert float(memory.in_flight_layers(96, 8, 1, 2)) == 24
+    assert float(memory.in_flight_layers(96, 8, 3, 64)) == pytest.approx(96 * (1 + 7 / 24))
+
+
+def test_gqa_and_gated_widths():
+    # Llama-2-70B: Q 8192 + K,V 1024 each + projection input 8192; SwiGLU gate+up 2·28672, SiLU and
+    # product 28672 each; all 16-bit: 2·s·b·(...) bytes
+    s = LLAMA2_70B.seq_len
+    rep, shard, scores = memory.layer_terms(LLAMA2_70B, 1)
+    assert float(shard) == 2 * s * (2 * 8192 + 2 * 1024) + 2 * s * (2 * 28672 + 28672) + 2 * s * 28672
+    assert float(scores) == 5 * 64 * s * s and float(rep) == 10 * s * 8192
+
+
+def test_optimizer_bytes():
+    # Megatron distributed-optimizer table: 18 bytes/parameter, 6 + 12/d sharded
+    assert np.allclose(memory.optimizer_bytes_per_param([False, True, True], [8, 8, 1]), [18, 7.5, 18])
