@@ -27,7 +27,7 @@ def optmap_register_accelerators(register):
     from .designs import DESIGN_FACTORIES, f1_fpga
 
     for name, build in DESIGN_FACTORIES.items():
-        register(name, build())
+        register(name, build)  # factories: [[system.groups]] keys such as tm = 32 are their options
     register("f1-fpga", f1_fpga())
 
 

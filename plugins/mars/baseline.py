@@ -30,7 +30,7 @@ def longest_two(model, candidate: int, first: int, last: int) -> np.ndarray:
     strategies = model.strategy_set(len(model.candidates[candidate]))
     dims = model.graph.dims[first:last + 1]
     keys = np.zeros((1, len(dims), GENES))
-    keys[0, :, :6] = dims / dims.max(1, keepdims=True) - 1e-9 * np.arange(6)  # priority = extent
+    keys[0, :, :6] = 1 - dims / dims.max(1, keepdims=True) + 1e-9 * np.arange(6)  # longest first
     pairs = [t for t in strategies.tuples if len(t) == 2]
     balanced = max(pairs, key=min) if pairs else strategies.tuples[-1]
     keys[0, :, 12] = (strategies.tuples.index(balanced) + 0.5) / len(strategies.tuples)

@@ -9,8 +9,8 @@ ordinary ``optmap_register_accelerators`` hook. So a third-party plugin adds a d
 registering an accelerator that carries a ``Design``: no new hook, and the same object serves as
 a fixed device of the H2H system (``[[system.groups]] accelerator = "winograd"``) and as a
 candidate configuration of an adaptive one (``[cost] designs = ["superlip", ...]``). The design
-rides in a :class:`DesignAccelerator` (a subclass of :class:`optmap.system.Accelerator`); an
-accelerator that carries it in ``attrs["mars_design"]`` is read the same way (:func:`design_of`).
+rides in the accelerator's ``attrs["mars_design"]`` (:func:`design_of`); the presets are
+registered as factories, so ``[[system.groups]] accelerator = "superlip"`` takes ``tm = 32`` etc.
 
 Cycle models (note §3.2; the paper gives none, it cites [14]-[16]). Every model is a replaceable
 function ``cycles(dims, stride) -> cycles`` over numpy arrays, ``dims`` = (C_out, C_in, H, W,
@@ -30,7 +30,7 @@ Table II's #PEs column is kept as metadata (``pes``); the peak is computed from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -111,31 +111,22 @@ def winograd_cycles(n: int, pn: int, pm: int, r: int = 3) -> CycleFn:
     return cycles
 
 
-@dataclass(frozen=True)
-class DesignAccelerator(Accelerator):
-    """An accelerator configured with a MARS :class:`Design` (its cycle model travels with it)."""
-
-    design: Design | None = field(default=None, compare=False)
-
-
 def design_of(accelerator: Accelerator) -> Design | None:
-    """The :class:`Design` an accelerator carries (subclass field or ``attrs["mars_design"]``)."""
-    design = getattr(accelerator, "design", None)
-    if design is None:
-        design = dict(getattr(accelerator, "attrs", None) or {}).get("mars_design")
+    """The :class:`Design` an accelerator carries in ``attrs["mars_design"]``, or None."""
+    design = (getattr(accelerator, "attrs", None) or {}).get("mars_design")
     return design if isinstance(design, Design) else None
 
 
-def design_accelerator(design: Design, *, memory_gib: float = DRAM_GIB, description: str = "") -> DesignAccelerator:
+def design_accelerator(design: Design, *, memory_gib: float = DRAM_GIB, description: str = "") -> Accelerator:
     """An F1 FPGA (1 GB DRAM, PCIe 3.0 x16) configured with ``design``."""
-    return DesignAccelerator(
+    return Accelerator(
         name=design.name,
         peak_flops=design.peak_flops,
         memory_bytes=gib_to_bytes(memory_gib),
         memory_bandwidth=gBps_to_bytes_per_s(DRAM_GBPS_BYTES),
         network_bandwidth=gbps_to_bytes_per_s(PCIE_GBPS),
         description=description or f"MARS design {design.name} ({design.reference})",
-        design=design,
+        attrs={"mars_design": design, "clock_hz": design.clock_hz, "design_parameters": dict(design.params)},
     )
 
 
@@ -146,7 +137,7 @@ def _positive(name: str, **values: float) -> None:
 
 
 def superlip(*, tm: int = 64, tn: int = 7, tr: int = 7, tc: int = 14, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> DesignAccelerator:
+             memory_gib: float = DRAM_GIB) -> Accelerator:
     """Design 1, SuperLIP (Jiang et al., TECS 2019): T_m, T_n, T_r, T_c = 64, 7, 7, 14 (Table II)."""
     _positive("superlip", tm=tm, tn=tn, tr=tr, tc=tc, clock_mhz=clock_mhz)
     design = Design("superlip", superlip_cycles(tm, tn, tr, tc), (("tm", tm), ("tn", tn), ("tr", tr), ("tc", tc)),
@@ -155,7 +146,7 @@ def superlip(*, tm: int = 64, tn: int = 7, tr: int = 7, tc: int = 14, clock_mhz:
 
 
 def systolic(*, row: int = 11, col: int = 13, vec: int = 8, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> DesignAccelerator:
+             memory_gib: float = DRAM_GIB) -> Accelerator:
     """Design 2, systolic array (Wei et al., DAC 2017): row, col, vec = 11, 13, 8 (Table II)."""
     _positive("systolic", row=row, col=col, vec=vec, clock_mhz=clock_mhz)
     design = Design("systolic", systolic_cycles(row, col, vec), (("row", row), ("col", col), ("vec", vec)),
@@ -164,7 +155,7 @@ def systolic(*, row: int = 11, col: int = 13, vec: int = 8, clock_mhz: float = C
 
 
 def winograd(*, n: int = 6, pn: int = 2, pm: int = 8, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> DesignAccelerator:
+             memory_gib: float = DRAM_GIB) -> Accelerator:
     """Design 3, Winograd F(4×4, 3×3) (Lu et al., FCCM 2017): n, P_n, P_m = 6, 2, 8 (Table II)."""
     _positive("winograd", n=n, pn=pn, pm=pm, clock_mhz=clock_mhz)
     if n < 3:
@@ -191,7 +182,7 @@ def f1_fpga(*, memory_gib: float = DRAM_GIB) -> Accelerator:
     )
 
 
-DESIGN_FACTORIES: dict[str, Callable[..., DesignAccelerator]] = {
+DESIGN_FACTORIES: dict[str, Callable[..., Accelerator]] = {
     "superlip": superlip,
     "systolic": systolic,
     "winograd": winograd,

@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from . import level1, level2
 from .level1 import Plan
@@ -35,11 +35,11 @@ def mars_model(evaluator: Evaluator) -> MarsCostModel:
     return model
 
 
-class MarsBaseline:
+class MarsBaseline(SearchEngine):
     """The baseline of MARS Table III: two groups, halves of the layers, ES on the two longest dims."""
 
     requires = frozenset({MARS_TABLES})
-    exact = False
+    accepts = (MarsCostModel,)
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = mars_model(evaluator)
@@ -47,11 +47,11 @@ class MarsBaseline:
         return {}
 
 
-class MarsSearch:
+class MarsSearch(SearchEngine):
     """MARS two-level genetic algorithm: sets, designs and layer ranges (pymoo), then ES/SS per layer."""
 
     requires = frozenset({MARS_TABLES})
-    exact = False
+    accepts = (MarsCostModel,)
 
     def __init__(
         self,
@@ -103,8 +103,14 @@ class MarsSearch:
         return run(sub, pop=self.pop2, generations=self.gens2, seed=sub_seed, init=self.level2_init,
                    uniform=self.uniform_seeds)
 
-    def _complete(self, model: MarsCostModel, plan: Plan, seed: int) -> Plan:
-        """``plan`` with every set's strategies from level 2 (cached)."""
+    def _complete(self, model: MarsCostModel, plan: Plan, seed: int, evaluator: Evaluator) -> np.ndarray:
+        """The space vector of ``plan`` with every set's strategies from level 2 (cached).
+
+        Decisions the user pinned (``[fix]``, ``--fix``) override the level-1 keys before level 2
+        runs, so the strategies are solved for the sets and ranges actually scored.
+        """
+        if evaluator.space.pinned:
+            plan = model.level1_plan(evaluator.space.repair(model.plan_vector(plan)[None])[0])
         strategies = np.zeros(len(model.layers), dtype=np.int64)
         for c, d, (a, b) in zip(plan.sets, plan.designs, plan.bounds):
             key = model.subproblem_key(c, d, a, b)
@@ -116,7 +122,7 @@ class MarsSearch:
             else:
                 self.hits += 1
             strategies[a:b + 1] = result.strategies
-        return Plan(plan.sets, plan.designs, plan.bounds, tuple(int(s) for s in strategies))
+        return model.plan_vector(Plan(plan.sets, plan.designs, plan.bounds, tuple(int(s) for s in strategies)))
 
     # --- level 1 -----------------------------------------------------------------------------------
     def _layout(self, model: MarsCostModel) -> dict[str, slice]:
@@ -201,8 +207,8 @@ class MarsSearch:
             left = evaluator.remaining_evaluations
             if left is not None and len(Y) > left:
                 infills, Y = infills[:left], Y[:left]
-            plans = [self._complete(model, self._decode(model, y), seed) for y in Y]
-            F, violation = evaluator.evaluate(np.array([model.plan_vector(p) for p in plans]))
+            F, violation = evaluator.evaluate(np.array([self._complete(model, self._decode(model, y), seed, evaluator)
+                                                        for y in Y]))
             F = np.nan_to_num(F, nan=1e300, posinf=1e300)
             PymooEvaluator().eval(StaticProblem(problem, F=F, G=violation[:, None]), infills)
             algorithm.tell(infills=infills)

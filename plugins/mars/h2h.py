@@ -26,7 +26,7 @@ import itertools
 import numpy as np
 
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from .engines import mars_model
 from .level1 import Plan
@@ -119,11 +119,11 @@ def _moves(plan: Plan) -> list[Plan]:
     return out
 
 
-class H2HSearch:
+class H2HSearch(SearchEngine):
     """H2H (DAC 2022): computation-prioritised layer assignment, then communication-aware re-mapping."""
 
     requires = frozenset({MARS_TABLES})
-    exact = False
+    accepts = (MarsCostModel,)
 
     def __init__(self, *, max_sweeps: int = 200, remap: bool = True) -> None:
         """``max_sweeps`` steepest-descent sweeps of step 2; ``remap = false`` stops after step 1."""

@@ -1,12 +1,17 @@
 """The ``mars`` cost model: MARS's formulation (Shen et al., DAC 2023) as one design space and its scoring.
 
-Decisions (random keys in [0, 1] unless said; :mod:`.level1`, :mod:`.strategies`)
-    Level 1, per AccSet candidate c (the topology's dendrogram, :func:`.topology.accset_candidates`):
-    ``set:<c>`` selection priority, ``design:<c>`` its design (categorical, adaptive systems only),
-    ``order:<c>`` its place along the layers; per gap after layer l, ``cut:<l>``.
-    Level 2, per mapped layer: ``<l>:es:<dim>`` (6) and ``<l>:ss:<dim>`` (6) dimension priorities,
-    ``<l>:arity`` (the ES factor tuple) and ``<l>:ss_on``. Every vector decodes to a valid mapping:
+Decisions (random keys; :mod:`.level1`, :mod:`.strategies`)
+    Level 1, over the AccSet candidates (the topology's dendrogram, :func:`.topology.accset_candidates`):
+    ``sets`` (a permutation of the candidates: the selection priority), ``design:<c>`` per
+    candidate (categorical, adaptive systems only), ``order`` (a permutation: the place of the
+    chosen sets along the layers) and ``cuts`` (a permutation of the gaps after each layer: the
+    first k − 1 are the boundaries). Level 2, per mapped layer: ``<l>:es`` and ``<l>:ss`` (two
+    permutations of the six loop dimensions: ES and SS priorities), ``<l>:arity`` (a real in
+    [0, 1]: the ES factor tuple) and ``<l>:ss_on``. Every vector decodes to a valid mapping:
     disjoint sets covering every device, non-empty contiguous layer ranges, one strategy per layer.
+    The formulation's repair maps every vector to the canonical vector of the mapping it decodes
+    to (one vector per mapping); its sampler draws designs in proportion to their normalised
+    performance (Sec. V) and the other keys uniformly.
 
 Scoring (every reconstruction a named option; note §3, :mod:`.tables`, :mod:`.subproblem`,
 :mod:`.traffic`): per set, Σ over its layers of compute + All-Reduce + SS ring + re-layout, plus
@@ -16,7 +21,8 @@ weights plus largest activations exceed a device's DRAM makes the mapping infeas
 The total is a function of the mapping alone, so every engine (``mars``, ``mars-baseline``,
 ``h2h``, ``ga``, ``optuna``, ``random``) is scored by it.
 
-Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
+Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
+latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
 ``inter_set_time``, ``host_time``, ``memory_fraction`` (largest footprint / DRAM),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
@@ -31,9 +37,9 @@ from typing import Annotated, Literal
 import numpy as np
 from annotated_types import Ge
 
-from optmap.cost import BATCH, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError, did_you_mean
-from optmap.space import DesignSpace, Mapping, categorical, real
+from optmap.space import DesignSpace, Mapping, categorical, permutation, real
 from optmap.system import Accelerator, System
 from optmap.workload import Workload
 
@@ -82,7 +88,7 @@ def lookup_designs(names: list[str]) -> tuple[Design, ...]:
     return tuple(known[name] for name in names)
 
 
-class MarsCostModel:
+class MarsCostModel(CostModel):
     """MARS (DAC 2023): accelerator sets, designs, contiguous layer ranges and per-layer ES/SS shards."""
 
     capabilities = frozenset({BATCH, MARS_TABLES})
@@ -211,22 +217,43 @@ class MarsCostModel:
     # --- the design space -------------------------------------------------------------------------
     def _space(self) -> DesignSpace:
         labels = [set_label(c) for c in self.candidates]
-        variables = [real(f"set:{lab}", 0.0, 1.0, level=1) for lab in labels]
+        variables = [permutation("sets", labels, level=1)]
         if self.adaptive:
             variables += [categorical(f"design:{lab}", [d.name for d in self.designs], level=1) for lab in labels]
-        variables += [real(f"order:{lab}", 0.0, 1.0, level=1) for lab in labels]
-        variables += [real(f"cut:{layer.name}", 0.0, 1.0, level=1) for layer in self.layers[:-1]]
-        gene_names = [f"es:{d}" for d in DIMS] + [f"ss:{d}" for d in DIMS] + ["arity", "ss_on"]
-        variables += [real(f"{layer.name}:{g}", 0.0, 1.0, level=2, layer=layer.name)
-                      for layer in self.layers for g in gene_names]
-        c, n = len(self.candidates), len(self.layers)
-        start = 0
-        self.cols = {}
-        for name, width in (("set", c), ("design", c if self.adaptive else 0), ("order", c), ("cut", n - 1),
-                            ("genes", n * GENES)):
-            self.cols[name] = slice(start, start + width)
-            start += width
-        return DesignSpace(tuple(variables))
+        variables.append(permutation("order", labels, level=1))
+        if len(self.layers) > 1:
+            variables.append(permutation("cuts", [layer.name for layer in self.layers[:-1]], level=1))
+        for layer in self.layers:
+            variables += [permutation(f"{layer.name}:es", DIMS, level=2, layer=layer.name),
+                          permutation(f"{layer.name}:ss", DIMS, level=2, layer=layer.name),
+                          real(f"{layer.name}:arity", 0.0, 1.0, level=2, layer=layer.name),
+                          categorical(f"{layer.name}:ss_on", [False, True], level=2, layer=layer.name)]
+        space = DesignSpace(variables)
+        c = len(self.candidates)
+        first_design = space.columns(f"design:{labels[0]}").start if self.adaptive else space.columns("order").start
+        self.cols = {"set": space.columns("sets"), "design": slice(first_design, first_design + (c if self.adaptive else 0)),
+                     "order": space.columns("order"),
+                     "cut": space.columns("cuts") if len(self.layers) > 1 else slice(0, 0),
+                     "genes": slice(space.columns(f"{self.layers[0].name}:es").start, space.width)}
+        return DesignSpace(variables, repair=self.canonical, sample=self._sample)
+
+    def _sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """Keys uniform; designs drawn in proportion to their normalised performance (Sec. V)."""
+        X = rng.random((n, self.space.width))
+        genes = X[:, self.cols["genes"]].reshape(n, len(self.layers), GENES)
+        genes[..., 13] = np.floor(genes[..., 13] * 2)  # ss_on: a choice index, 0 or 1
+        X[:, self.cols["genes"]] = genes.reshape(n, -1)
+        if self.adaptive:
+            p = self.design_performance / self.design_performance.sum()
+            X[:, self.cols["design"]] = rng.choice(len(self.designs), size=(n, len(self.candidates)), p=p)
+        return X
+
+    def canonical(self, X: np.ndarray) -> np.ndarray:
+        """The formulation's repair: every row replaced by the canonical vector of its mapping."""
+        X = np.atleast_2d(np.asarray(X, float))
+        plans, states = self._decode(X)
+        return np.array([self.plan_vector(Plan(p.sets, p.designs, p.bounds, tuple(row)))
+                         for p, row in zip(plans, states.tolist())]).reshape(X.shape)
 
     @cached_property
     def design_performance(self) -> np.ndarray:
@@ -248,19 +275,29 @@ class MarsCostModel:
         return level1.decode(x[self.cols["set"]], x[self.cols["order"]], x[self.cols["cut"]], designs,
                              self.candidates, self.system.count, len(self.layers))
 
+    def _decode(self, X: np.ndarray) -> tuple[list[Plan], np.ndarray]:
+        """Level-1 plans and strategy rows (n, layers) of the rows of ``X``, one gather per sub-problem."""
+        n, nl = len(X), len(self.layers)
+        genes = X[:, self.cols["genes"]].reshape(n, nl, GENES)
+        plans = [self.level1_plan(x) for x in X]
+        states = np.zeros((n, nl), dtype=np.int64)
+        groups: dict[tuple, list[int]] = defaultdict(list)
+        for row, plan in enumerate(plans):
+            for c, d, (a, b) in zip(plan.sets, plan.designs, plan.bounds):
+                groups[(c, d, a, b)].append(row)
+        for (c, d, a, b), rows in groups.items():
+            states[rows, a:b + 1] = self.subproblem(c, d, a, b).decode(genes[rows, a:b + 1])
+        return plans, states
+
     def plan_of(self, x: np.ndarray) -> Plan:
         """The structured mapping a vector stands for, strategies decoded."""
-        x = np.asarray(x, float)
-        plan = self.level1_plan(x)
-        genes = x[self.cols["genes"]].reshape(len(self.layers), GENES)
-        strategies = np.zeros(len(self.layers), dtype=np.int64)
-        for c, d, (a, b) in zip(plan.sets, plan.designs, plan.bounds):
-            strategies[a:b + 1] = self.subproblem(c, d, a, b).decode(genes[None, a:b + 1])[0]
-        return Plan(plan.sets, plan.designs, plan.bounds, tuple(int(s) for s in strategies))
+        plans, states = self._decode(np.asarray(x, float)[None])
+        p = plans[0]
+        return Plan(p.sets, p.designs, p.bounds, tuple(int(s) for s in states[0]))
 
     def plan_vector(self, plan: Plan) -> np.ndarray:
         """A space vector that decodes to ``plan`` (its strategies must be valid for their layers)."""
-        x = np.zeros(len(self.space))
+        x = np.zeros(self.space.width)
         sel, order, cut = level1.encode(plan, len(self.candidates), len(self.layers))
         x[self.cols["set"]], x[self.cols["order"]], x[self.cols["cut"]] = sel, order, cut
         if self.adaptive:
@@ -287,9 +324,8 @@ class MarsCostModel:
     # --- scoring --------------------------------------------------------------------------------
     def _score(self, X: np.ndarray) -> dict[str, np.ndarray]:
         X = np.atleast_2d(np.asarray(X, float))
-        n, nl = len(X), len(self.layers)
-        genes = X[:, self.cols["genes"]].reshape(n, nl, GENES)
-        plans = [self.level1_plan(x) for x in X]
+        n = len(X)
+        plans, states = self._decode(X)
         out = {m: np.zeros(n) for m in ("compute_time", "collective_time", "relayout_time", "inter_set_time",
                                          "host_time", "memory_fraction")}
         excess = np.zeros(n)
@@ -302,9 +338,8 @@ class MarsCostModel:
             for i, (c, d, (a, b)) in enumerate(zip(plan.sets, plan.designs, plan.bounds)):
                 groups[(c, d, a, b)].append((row, i))
         for (c, d, a, b), members in groups.items():
-            sub = self.subproblem(c, d, a, b)
             rows = np.array([r for r, _ in members])
-            parts = sub.parts(sub.decode(genes[rows, a:b + 1]))
+            parts = self.subproblem(c, d, a, b).parts(states[rows, a:b + 1])
             for j, (r, i) in enumerate(members):
                 stages[r][i] += parts["latency"][j]
             for metric, part in (("compute_time", "compute"), ("collective_time", "collective"),
@@ -333,9 +368,11 @@ class MarsCostModel:
         x = np.asarray(mapping.array, float)
         metrics = {k: float(v[0]) for k, v in self.evaluate_batch(x[None]).items() if k != "feasible"}
         plan = self.plan_of(x)
+        described = self.describe(plan)
         return CostReport(metrics=metrics, feasible=metrics["memory_fraction"] <= 1.0 and np.isfinite(metrics["time"]),
                           reason="" if metrics["memory_fraction"] <= 1.0 else "a set exceeds its DRAM (Sec. III)",
-                          layers=tuple(self._rows(plan)), plan=self.describe(plan))
+                          layers=tuple(self._rows(plan)), plan=described,
+                          tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]]})
 
     # --- reporting ------------------------------------------------------------------------------
     def design_name(self, candidate: int, design: int) -> str:

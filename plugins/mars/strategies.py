@@ -22,6 +22,8 @@ tensor, so one matrix per set size serves every layer:
 Random-key decoding (Sec. V "individual genes decide the ES and SS sets ... prioritizes
 parallelism at the dimensions with higher gene values"; note §4.2): 14 genes per layer, ES
 priorities (6), SS priorities (6), the arity gene (which factor tuple) and the SS on/off gene.
+The priorities are random keys of a permutation of the six dimensions (optmap's permutation
+variables): the dimension listed first, i.e. with the *lowest* key, has the highest priority.
 """
 
 from __future__ import annotations
@@ -204,11 +206,11 @@ class StrategySet:
     def decode(self, keys: np.ndarray, extents: np.ndarray) -> np.ndarray:
         """Strategy indices (n, L) from genes (n, L, 14) for layers with ``extents`` (L, 6).
 
-        ES: the arity gene picks a factor tuple; dimensions are taken in descending ES-gene order,
-        skipping one whose extent is smaller than its factor; if the tuple cannot be met, the
-        whole P goes to the highest-priority dimension that can take it (else the largest one).
-        SS (when its gene > 0.5): the highest SS-gene dimension, not split by ES, whose local
-        extent is at least P; none if no dimension qualifies.
+        ES: the arity gene picks a factor tuple; dimensions are taken in ES-priority order (lowest
+        key first), skipping one whose extent is smaller than its factor; if the tuple cannot be
+        met, the whole P goes to the highest-priority dimension that can take it (else the
+        largest one). SS (when its gene > 0.5): the highest SS-priority dimension, not split by
+        ES, whose local extent is at least P; none if no dimension qualifies.
         """
         keys = np.asarray(keys, float)
         n, nl = keys.shape[:2]
@@ -221,12 +223,12 @@ class StrategySet:
             pick = np.clip((keys[..., 12] * len(self.tuples)).astype(np.int64), 0, len(self.tuples) - 1)
             f1, f2 = first[pick], second[pick]
             ok1 = ext >= f1[..., None]
-            d1 = np.where(ok1, es, -np.inf).argmax(-1)  # highest gene among dims that can take f1
+            d1 = np.where(ok1, es, np.inf).argmin(-1)  # first in priority among dims that can take f1
             ok2 = (ext >= f2[..., None]) & (np.arange(6) != d1[..., None])
-            d2 = np.where(ok2, es, -np.inf).argmax(-1)
+            d2 = np.where(ok2, es, np.inf).argmin(-1)
             fail = ~ok1.any(-1) | ((f2 > 0) & ~ok2.any(-1))
             whole = ext >= self.p
-            fallback = np.where(whole.any(-1), np.where(whole, es, -np.inf).argmax(-1), ext.argmax(-1))
+            fallback = np.where(whole.any(-1), np.where(whole, es, np.inf).argmin(-1), ext.argmax(-1))
             d1 = np.where(fail, fallback, d1)
             f1 = np.where(fail, self.p, f1)
             use2 = ~fail & (f2 > 0)
@@ -239,23 +241,24 @@ class StrategySet:
             cand = (local >= self.p) & (keys[..., 13:14] > 0.5)
             if not self.ss_on_es_dims:
                 cand &= factors == 1
-            gene = np.where(cand, keys[..., 6:12], -np.inf)
-            ss = np.where(cand.any(-1), gene.argmax(-1), -1)
+            gene = np.where(cand, keys[..., 6:12], np.inf)
+            ss = np.where(cand.any(-1), gene.argmin(-1), -1)
         return self.index(factors, ss)
 
     @cached_property
     def genes(self) -> np.ndarray:
         """(S, 14) genes that decode to each strategy (for layers where it is valid)."""
-        keys = np.zeros((len(self), GENES))
+        keys = np.ones((len(self), GENES))
+        keys[:, 12:] = 0.0
         for s in range(len(self)):
             f = self.factors[s]
             split = sorted((d for d in range(6) if f[d] > 1), key=lambda d: -f[d])
             t = tuple(int(f[d]) for d in split)
             for rank, d in enumerate(split):
-                keys[s, d] = 1.0 - 0.1 * rank
+                keys[s, d] = 0.1 * rank  # listed first: the highest priority
             keys[s, 12] = (self.tuples.index(t) + 0.5) / len(self.tuples) if t in self.tuples else 0.0
             if self.ss[s] >= 0:
-                keys[s, 6 + self.ss[s]] = 1.0
+                keys[s, 6 + self.ss[s]] = 0.0
                 keys[s, 13] = 1.0
         return keys
 

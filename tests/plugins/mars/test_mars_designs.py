@@ -55,9 +55,10 @@ def test_options_change_the_model_and_bad_values_are_refused():
         superlip(tm=0)
 
 
-def test_design_carried_in_attrs_is_read_too():
+def test_design_rides_in_accelerator_attrs():
     design = design_of(superlip())
-    plain = Accelerator("x", 1e12, 2**30, 1e9, 1e9)
-    assert design_of(plain) is None
-    object.__setattr__(plain, "attrs", {"mars_design": design})  # the planned Accelerator.attrs route
-    assert design_of(plain) is design and isinstance(design, Design)
+    assert isinstance(design, Design) and superlip().attrs["design_parameters"] == {"tm": 64, "tn": 7, "tr": 7, "tc": 14}
+    assert design_of(Accelerator("x", 1e12, 2**30, 1e9, 1e9)) is None
+    carried = Accelerator("x", 1e12, 2**30, 1e9, 1e9, attrs={"mars_design": design})
+    assert design_of(carried) is design
+    assert design_of(superlip().with_datasheet(memory_gib=2)) is not None  # overrides keep the design

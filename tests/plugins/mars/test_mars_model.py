@@ -130,3 +130,39 @@ def test_fixed_designs_stall_to_the_slowest_member():
     times = [model.device_designs[d].seconds(local, np.ones(1))[0] for d in (0, 1)]
     assert sub.table.compute[0, h2] == max(times)
     assert len(two) == len(sub.table.compute[0]) and alone[0].table.compute.shape[1] == 1
+
+
+def test_space_repair_is_canonical_and_sampler_follows_performance():
+    system = f1_16xlarge([GroupSpec(f1_fpga(), 8)])
+    model = MarsCostModel(vgg16(batch=1, dtype="fp16", phase="inference"), system)
+    rng = np.random.default_rng(4)
+    X = model.space.sample(rng, 400)
+    again = model.space.repair(X)
+    assert np.array_equal(again, X)  # sample() returns repaired rows and repair is idempotent
+    raw = rng.random((20, model.space.width))
+    canon = model.space.repair(raw)
+    for x, y in zip(raw, canon):  # one vector per mapping, the same mapping
+        assert model.plan_of(model.space.repair(x[None])[0]) == model.plan_of(y)
+    # designs drawn in proportion to normalised performance (Sec. V): Winograd most often on VGG16
+    # (the repair resets the designs of candidates that are not chosen, so count chosen sets only)
+    picks = np.array([d for x in X for d in model.plan_of(x).designs])
+    share = np.bincount(picks, minlength=3) / len(picks)
+    expected = model.design_performance / model.design_performance.sum()
+    assert np.abs(share - expected).max() < 0.05 and np.argmax(share) == 2
+    mapping = model.space.decode(X[0]).as_dict()
+    assert len(mapping["sets"]) == 15 and set(mapping["features.0:es"]) == {"C_out", "C_in", "H", "W", "K_h", "K_w"}
+
+
+def test_pinned_decisions_hold_for_the_native_engine():
+    from optmap.problem import build_problem
+    from optmap.run import solve
+
+    spec = {"workload": {"model": "vgg11", "batch": 1, "dtype": "fp16", "phase": "inference", "image_size": 64},
+            "system": {"topology": "f1-16xlarge", "groups": [{"accelerator": "f1-fpga", "count": 8}]},
+            "cost": {"model": "mars"}, "fix": {f"design:{c}": "superlip" for c in ("0-7", "0-3", "4-7", "0-1", "2-3",
+                                                                                  "4-5", "6-7")},
+            "search": {"engine": "mars", "mars": {"pop1": 8, "gens1": 3, "pop2": 8, "gens2": 3}}}
+    problem = build_problem(spec)
+    result = solve(problem, "mars", seed=0)
+    rows = [row for row in result.report.layers if "design" in row.decisions]
+    assert {row.decisions["design"] for row in rows if len(row.decisions["set"]) > 1} <= {"superlip"}

@@ -66,14 +66,14 @@ def test_relayout_fractions_by_hand():
 def test_decode_prioritises_high_genes_and_skips_too_small_dimensions():
     s = StrategySet(4)
     extents = np.array([[64, 3, 224, 224, 3, 3]], float)  # VGG conv1_1
-    keys = np.zeros((1, 1, 14))
-    keys[0, 0, [N, R, C]] = [0.9, 0.8, 0.7]  # C_in first, but 3 < 2·... is fine for 2, not for 4
-    keys[0, 0, 12] = 0.9  # arity: the (2, 2) tuple
+    keys = np.ones((1, 1, 14))
+    keys[0, 0, [N, R, C]] = [0.1, 0.2, 0.3]  # priority: C_in, H, W first (lowest keys)
+    keys[0, 0, 12] = 0.9  # arity: the (2, 2) tuple; C_in = 3 can take a factor of 2
     assert s.factors[s.decode(keys, extents)[0, 0]].tolist() == [1, 2, 2, 1, 1, 1]
     keys[0, 0, 12] = 0.1  # arity: the (4,) tuple; C_in = 3 < 4 is skipped → H × 4
     assert s.factors[s.decode(keys, extents)[0, 0]].tolist() == [1, 1, 4, 1, 1, 1]
-    keys[0, 0, 13] = 1.0  # SS on: highest SS gene among dims not split with local extent >= 4
-    keys[0, 0, 6 + KH] = 1.0  # K_h = 3 < 4 → not eligible; next best SS gene
+    keys[0, 0, 13] = 1.0  # SS on: the first SS priority among dims not split with local extent >= 4
+    keys[0, 0, 6 + KH] = 0.0  # K_h = 3 < 4 → not eligible; next in priority
     keys[0, 0, 6 + M] = 0.5
     assert s.label(int(s.decode(keys, extents)[0, 0])) == ("{H}", "{C_out}")
 
