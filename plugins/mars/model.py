@@ -23,7 +23,7 @@ The total is a function of the mapping alone, so every engine (``mars``, ``mars-
 
 Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
-``inter_set_time``, ``host_time``, ``memory_fraction`` (largest footprint / DRAM),
+``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
 """
@@ -106,6 +106,7 @@ class MarsCostModel(CostModel):
         max_es_dims: Annotated[int, Ge(1)] = 2,
         ss_on_es_dims: bool = False,
         ss_overlap: bool = False,
+        halo: bool = False,
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
@@ -119,7 +120,8 @@ class MarsCostModel(CostModel):
         slowest member). ``include_fc`` maps fully connected layers too (Table III maps
         convolutions only). ``max_es_dims`` dimensions ES may split (Sec. IV: two);
         ``ss_on_es_dims`` lets SS share a dimension ES splits (note §6.6: off); ``ss_overlap``
-        overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates). ``aggregate``
+        overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates); ``halo``
+        charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``aggregate``
         "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).
@@ -128,7 +130,7 @@ class MarsCostModel(CostModel):
         self.workload, self.system = workload, system
         self.graph = layer_graph(workload, include_fc)
         self.layers = self.graph.layers
-        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap)
+        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo)
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
         self.candidates = self._candidates(min_set_size)
         if adaptive:
@@ -276,17 +278,19 @@ class MarsCostModel(CostModel):
                              self.candidates, self.system.count, len(self.layers))
 
     def _decode(self, X: np.ndarray) -> tuple[list[Plan], np.ndarray]:
-        """Level-1 plans and strategy rows (n, layers) of the rows of ``X``, one gather per sub-problem."""
+        """Level-1 plans and strategy rows (n, layers) of the rows of ``X``: one decode per set size
+        over every (row, layer) of that size (a strategy depends only on P and the layer's extents)."""
         n, nl = len(X), len(self.layers)
         genes = X[:, self.cols["genes"]].reshape(n, nl, GENES)
         plans = [self.level1_plan(x) for x in X]
-        states = np.zeros((n, nl), dtype=np.int64)
-        groups: dict[tuple, list[int]] = defaultdict(list)
+        size = np.zeros((n, nl), dtype=np.int64)
         for row, plan in enumerate(plans):
-            for c, d, (a, b) in zip(plan.sets, plan.designs, plan.bounds):
-                groups[(c, d, a, b)].append(row)
-        for (c, d, a, b), rows in groups.items():
-            states[rows, a:b + 1] = self.subproblem(c, d, a, b).decode(genes[rows, a:b + 1])
+            for c, (a, b) in zip(plan.sets, plan.bounds):
+                size[row, a:b + 1] = len(self.candidates[c])
+        states = np.zeros((n, nl), dtype=np.int64)
+        for p in np.unique(size):
+            rows, layers = np.nonzero(size == p)
+            states[rows, layers] = self.strategy_set(int(p)).decode(genes[rows, layers][None], self.graph.dims[layers])[0]
         return plans, states
 
     def plan_of(self, x: np.ndarray) -> Plan:

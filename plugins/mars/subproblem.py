@@ -90,7 +90,7 @@ class SubProblem:
         t = self.table
         footprint = t.weight_bytes[rows, states].sum(1) + t.act_bytes[rows, states].max(1)
         return {"latency": latency, "compute": t.compute[rows, states].sum(1),
-                "collective": (t.allreduce[rows, states] + t.shared[rows, states]).sum(1),
+                "collective": (t.allreduce[rows, states] + t.shared[rows, states] + t.halo[rows, states]).sum(1),
                 "relayout": self._relayout(states), "excess": excess, "memory_fraction": footprint / self.cls.memory}
 
     def excess(self, states: np.ndarray) -> np.ndarray:
@@ -100,7 +100,8 @@ class SubProblem:
         return np.maximum(0.0, weights + peak - self.cls.memory) / self.cls.memory  # Sec. III validity
 
     def breakdown(self, states: np.ndarray) -> dict[str, np.ndarray]:
-        """Per-layer seconds of one strategy row: compute, allreduce, shared, relayout (into the layer)."""
+        """Per-layer seconds of one strategy row: compute, allreduce, shared (SS ring + halo), relayout
+        (into the layer), and the memory boxes."""
         states = np.asarray(states, dtype=np.int64)
         rows = np.arange(self.size) + self.first
         relayout = np.zeros(self.size)
@@ -108,7 +109,7 @@ class SubProblem:
             relayout[v] += float(self._relayout_time(frac[states[u], states[v]], nbytes))
         t = self.table
         return {"compute": t.compute[rows, states], "allreduce": t.allreduce[rows, states],
-                "shared": t.shared[rows, states], "relayout": relayout,
+                "shared": t.shared[rows, states] + t.halo[rows, states], "relayout": relayout,
                 "weight_bytes": t.weight_bytes[rows, states], "act_bytes": t.act_bytes[rows, states]}
 
     # --- solving ----------------------------------------------------------------------------------

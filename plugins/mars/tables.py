@@ -12,6 +12,9 @@ a layer with extents e under strategy (f, ss):
 * SS ring (Fig. 2(c), note §3.4): P − 1 steps passing a 1/P shard of the rotated operand's local
   box: T_SS = (P−1)(α + |X_local| / (P·B)); compute and transfer alternate (``ss_overlap`` off,
   note §6.9) or overlap (double buffering: T = T_phase + (P−1)·max(T_phase, step)).
+* halo exchange (note §6.11, off by default as in the paper's Fig. 2): with ``halo`` on, a
+  layer split along H (W) with a kernel taller (wider) than 1 first fetches K − 1 input rows
+  (columns) of its local width (height) and channels from its neighbours: α + bytes / B.
 * memory (Sec. III, note §3.7): per device, the weight box (or its 1/P shard plus a receive
   buffer under weight-SS) counts towards the sum over the layer set; input + output boxes (input
   shard plus buffer under input-SS) towards the maximum.
@@ -54,6 +57,7 @@ class CostOptions:
 
     bytes_per_element: int = 2
     ss_overlap: bool = False
+    halo: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,14 +67,15 @@ class NodeTable:
     compute: np.ndarray
     allreduce: np.ndarray
     shared: np.ndarray  # SS ring (net of overlap when ss_overlap)
+    halo: np.ndarray  # halo exchange of spatial splits (0 unless the halo option is on)
     weight_bytes: np.ndarray
     act_bytes: np.ndarray
     valid: np.ndarray
 
     @cached_property
     def node(self) -> np.ndarray:
-        """Layer latency without re-layout: compute + All-Reduce + SS; ``inf`` when invalid."""
-        return np.where(self.valid, self.compute + self.allreduce + self.shared, np.inf)
+        """Layer latency without re-layout: compute + All-Reduce + SS + halo; ``inf`` when invalid."""
+        return np.where(self.valid, self.compute + self.allreduce + self.shared + self.halo, np.inf)
 
 
 def valid_strategies(graph: LayerGraph, strategies: StrategySet) -> np.ndarray:
@@ -130,6 +135,12 @@ def node_table(graph: LayerGraph, strategies: StrategySet, designs: tuple[Design
         t_phase = compute / phases
         overlapped = t_phase + (p - 1) * np.maximum(t_phase, step) - compute
         shared = np.where(has_ss[None], overlapped, 0.0)
+    halo = np.zeros_like(compute)
+    if options.halo:  # note §6.11: K − 1 rows (columns) of the local input from the neighbours
+        rows_in, cols_in = local[..., R] * stride, local[..., C] * stride
+        elems = ((f[None, :, R] > 1) * (dims[..., KH] - 1) * cols_in
+                 + (f[None, :, C] > 1) * (dims[..., KW] - 1) * rows_in) * local[..., N]
+        halo = np.where(elems > 0, alpha + elems * b / bw, 0.0)
     weight_bytes = np.where(on_weight[None], 2 * w_local / p, w_local) * b  # note §3.7
     act_bytes = (np.where(on_input[None], 2 * in_local / p, in_local) + out_local) * b
-    return NodeTable(compute, allreduce, shared, weight_bytes, act_bytes, valid_strategies(graph, strategies))
+    return NodeTable(compute, allreduce, shared, halo, weight_bytes, act_bytes, valid_strategies(graph, strategies))

@@ -28,18 +28,14 @@ class Traffic:
 
     def __init__(self, graph: LayerGraph, system: System, candidates, bytes_per_element: int,
                  links: str = "one", host_io: bool = True) -> None:
-        self.graph, self.candidates, self.b = graph, candidates, bytes_per_element
-        self.links, self.host_io = links, host_io
+        self.graph, self.b, self.host_io = graph, bytes_per_element, host_io
         n = system.count
-        self.bw = np.full((n, n), np.inf)
-        self.lat = np.zeros((n, n))
+        bw, lat = np.full((n, n), np.inf), np.zeros((n, n))
         for a in range(n):
             for b in range(n):
                 if a != b:
-                    self.bw[a, b] = system.path_bandwidth(a, b)
-                    self.lat[a, b] = system.path_latency(a, b)
-        self.host_bw = np.full(n, np.inf)
-        self.host_lat = np.zeros(n)
+                    bw[a, b], lat[a, b] = system.path_bandwidth(a, b), system.path_latency(a, b)
+        host_bw, host_lat = np.full(n, np.inf), np.zeros(n)
         if host_io:
             if HOST not in system.graph:
                 raise OptmapError(f"system '{system.topology}' has no '{HOST}' node for MARS's host transfers; use "
@@ -48,20 +44,26 @@ class Traffic:
                 data = system.graph.get_edge_data(d, HOST)
                 if data is None:
                     raise OptmapError(f"system '{system.topology}': device {d} has no link to the host")
-                self.host_bw[d], self.host_lat[d] = data["bandwidth"], data["latency"]
+                host_bw[d], host_lat[d] = data["bandwidth"], data["latency"]
+        c = len(candidates)
+        size = np.array([len(m) for m in candidates], float)
+        # per candidate pair: α (largest path latency), k·B (links × narrowest pair bandwidth), note §3.6
+        self.alpha, self.rate = np.zeros((c, c)), np.full((c, c), np.inf)
+        for i, a in enumerate(candidates):
+            for j, b in enumerate(candidates):
+                k = 1.0 if links == "one" else min(size[i], size[j])
+                self.alpha[i, j] = lat[np.ix_(a, b)].max()
+                self.rate[i, j] = k * bw[np.ix_(a, b)].min()
+        self.host_alpha = np.array([host_lat[list(m)].max() for m in candidates])
+        self.host_rate = np.array([(1.0 if links == "one" else len(m)) * host_bw[list(m)].min() for m in candidates])
+        edges = graph.edges
+        self.src = np.array([e.src for e in edges], dtype=np.int64)
+        self.dst = np.array([e.dst for e in edges], dtype=np.int64)
+        self.elems = np.array([e.elems for e in edges], float)
+        io = (*graph.host_inputs, *graph.host_outputs)
+        self.io_layer = np.array([layer for layer, _ in io], dtype=np.int64)
+        self.io_bytes = np.array([elems for _, elems in io], float) * bytes_per_element
         self._cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-    def _k(self, a: tuple[int, ...], b: tuple[int, ...] | None = None) -> int:
-        if self.links == "one":
-            return 1
-        return len(a) if b is None else min(len(a), len(b))
-
-    def _between(self, a: tuple[int, ...], b: tuple[int, ...], nbytes: float) -> float:
-        bw = self.bw[np.ix_(a, b)].min()
-        return float(self.lat[np.ix_(a, b)].max() + nbytes / (self._k(a, b) * bw))  # note §3.6
-
-    def _host(self, a: tuple[int, ...], nbytes: float) -> float:
-        return float(self.host_lat[list(a)].max() + nbytes / (self._k(a) * self.host_bw[list(a)].min()))
 
     def per_set(self, sets: tuple[int, ...], bounds: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
         """Seconds of inter-set and of host transfers charged to each set of the plan (inbound;
@@ -69,21 +71,22 @@ class Traffic:
         key = (sets, bounds)
         if key in self._cache:
             return self._cache[key]
-        owner = np.empty(len(self.graph), dtype=np.int64)
-        for i, (first, last) in enumerate(bounds):
-            owner[first:last + 1] = i
-        devices = [self.candidates[c] for c in sets]
-        inter, host = np.zeros(len(sets)), np.zeros(len(sets))
-        crossing: dict[tuple[int, int], int] = {}
-        for e in self.graph.edges:
-            a, b = owner[e.src], owner[e.dst]
-            if a != b:
-                crossing[(e.src, b)] = max(crossing.get((e.src, b), 0), e.elems)
-        for (src, b), elems in crossing.items():
-            inter[b] += self._between(devices[owner[src]], devices[b], elems * self.b)
-        if self.host_io:
-            for layer, elems in (*self.graph.host_inputs, *self.graph.host_outputs):
-                host[owner[layer]] += self._host(devices[owner[layer]], elems * self.b)
+        k = len(sets)
+        owner = np.repeat(np.arange(k), [b - a + 1 for a, b in bounds])
+        cand = np.asarray(sets, dtype=np.int64)
+        inter, host = np.zeros(k), np.zeros(k)
+        cross = owner[self.src] != owner[self.dst]
+        if cross.any():  # one transfer per (producer, receiving set): the largest slice it needs
+            src, to, elems = self.src[cross], owner[self.dst[cross]], self.elems[cross]
+            order = np.lexsort((-elems, to, src))
+            src, to, elems = src[order], to[order], elems[order]
+            first = np.ones(len(src), bool)
+            first[1:] = (src[1:] != src[:-1]) | (to[1:] != to[:-1])
+            a, b = cand[owner[src[first]]], cand[to[first]]
+            np.add.at(inter, to[first], self.alpha[a, b] + elems[first] * self.b / self.rate[a, b])
+        if self.host_io and len(self.io_layer):
+            sender = cand[owner[self.io_layer]]
+            np.add.at(host, owner[self.io_layer], self.host_alpha[sender] + self.io_bytes / self.host_rate[sender])
         if len(self._cache) > 100_000:
             self._cache.clear()
         self._cache[key] = (inter, host)

@@ -35,7 +35,7 @@ def valid(model, mapping):
 
 
 def test_mars_beats_the_baseline_and_is_reproducible():
-    problem = small_problem()
+    problem = small_problem(model="vgg11")
     result = solve(problem, "mars", seed=3)
     base = solve(problem, "mars-baseline")
     assert result.values["time"] < base.values["time"] == pytest.approx(problem.cost_model.baseline_time)

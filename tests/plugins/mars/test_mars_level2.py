@@ -67,10 +67,9 @@ def subproblems():
     casia = f1_model(casia_surf(batch=1, image_size=48))
     cases = []
     for model, ranges in ((vgg, [(0, 7)]), (res, [(0, 19), (8, 19)]), (casia, [(0, 49)])):
-        for c in (1, 3):  # a group of four and a pair
-            for d in range(3):
-                for a, b in ranges:
-                    cases.append(model.subproblem(c, d, a, b))
+        for c, d in ((1, 0), (1, 2), (3, 1), (3, 2)):  # a group of four and a pair; SuperLIP, systolic, Winograd
+            for a, b in ranges:
+                cases.append(model.subproblem(c, d, a, b))
     return cases
 
 
@@ -87,7 +86,7 @@ def test_level2_ga_never_below_and_within_a_few_percent_of_the_dp():
 
 
 def test_pymoo_backend_is_a_ga_on_the_same_keys():
-    sub = subproblems()[3]
+    sub = subproblems()[2]
     best = sub.exact()[0]
     run = level2.ga_pymoo(sub, pop=16, generations=5, seed=0)
     assert run.latency >= best * (1 - 1e-9) and 16 < run.evaluations <= 16 * 6  # duplicates are not re-scored

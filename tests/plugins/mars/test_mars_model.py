@@ -44,6 +44,9 @@ def test_one_set_of_four_by_hand():
     assert out["relayout_time"][0] == pytest.approx(relayout)
     assert out["host_time"][0] == pytest.approx(host) and out["inter_set_time"][0] == 0
     assert conv1 + conv2 + allreduce + relayout + host == pytest.approx(82.313e-6)
+    # halo option (note §6.11): conv1 split along H with a 5-row kernel fetches 4 rows of 28 × 1 inputs
+    halo = US + 4 * 28 * 1 * 2 / 1e9
+    assert score(lenet_model(halo=True), plan)["time"][0] == pytest.approx(out["time"][0] + halo, rel=1e-12)
 
 
 def test_two_sets_with_shared_shards_by_hand():
