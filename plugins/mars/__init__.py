@@ -15,7 +15,7 @@ is a configuration of an accelerator, and the same object must serve both as a f
 the H2H cluster (a ``[[system.groups]]`` accelerator) and as a candidate of an adaptive system
 (``[cost] designs = [...]``); an accelerator preset already has a name, a registry, one-line
 errors and ``optmap plugins`` listing. The ``mars`` cost model finds every registered design
-through the host (:func:`.model.registered_designs`), so a third-party plugin adds a design by
+through the host (:func:`.designs.registered_designs`), so a third-party plugin adds a design by
 registering an accelerator that carries a :class:`.designs.Design`.
 """
 
@@ -24,11 +24,11 @@ from optmap.hookspecs import hookimpl
 
 @hookimpl
 def optmap_register_accelerators(register):
-    from .designs import DESIGN_FACTORIES, f1_fpga
-
-    for name, build in DESIGN_FACTORIES.items():
-        register(name, build)  # factories: [[system.groups]] keys such as tm = 32 are their options
-    register("f1-fpga", f1_fpga())
+    # factories, by import path (listing plugins imports nothing): [[system.groups]] keys such as
+    # tm = 32 or memory_gib = 2 are their options
+    for name in ("superlip", "systolic", "winograd"):
+        register(name, f"optmap.plugins.mars.designs:{name}")
+    register("f1-fpga", "optmap.plugins.mars.designs:f1_fpga")
 
 
 @hookimpl

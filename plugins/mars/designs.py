@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from optmap.errors import OptmapError
+from optmap.errors import OptmapError, did_you_mean
 from optmap.system import Accelerator
 from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes
 
@@ -182,8 +182,32 @@ def f1_fpga(*, memory_gib: float = DRAM_GIB) -> Accelerator:
     )
 
 
-DESIGN_FACTORIES: dict[str, Callable[..., Accelerator]] = {
-    "superlip": superlip,
-    "systolic": systolic,
-    "winograd": winograd,
-}
+def registered_designs() -> dict[str, Design]:
+    """Every registered accelerator that carries a MARS design, by name (third-party ones included)."""
+    from optmap.host import load_host
+
+    host = load_host()
+    found = {}
+    for name in host.names("accelerator"):
+        try:
+            target = host.get("accelerator", name).resolve()
+            design = design_of(target if isinstance(target, Accelerator) else target())
+        except OptmapError:
+            continue
+        if design is not None:
+            found[name] = design
+    return found
+
+
+def lookup_designs(names: list[str]) -> tuple[Design, ...]:
+    """The designs called ``names``, or one line naming the unknown one and the known ones."""
+    known = registered_designs()
+    if not names:
+        raise OptmapError(f"designs is empty; list at least one of {', '.join(sorted(known))}")
+    for name in names:
+        if name not in known:
+            raise OptmapError(f"designs: unknown design '{name}'{did_you_mean(name, known)} "
+                              f"(a design is an accelerator that carries a MARS cycle model)")
+    if len(set(names)) != len(names):
+        raise OptmapError(f"designs lists a design twice: {names}")
+    return tuple(known[name] for name in names)

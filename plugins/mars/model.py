@@ -38,13 +38,13 @@ import numpy as np
 from annotated_types import Ge
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
-from optmap.errors import OptmapError, did_you_mean
+from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
-from optmap.system import Accelerator, System
+from optmap.system import System
 from optmap.workload import Workload
 
 from . import level1
-from .designs import Design, design_of
+from .designs import Design, design_of, lookup_designs
 from .layers import layer_graph
 from .level1 import Plan
 from .strategies import DIMS, GENES, StrategySet
@@ -55,37 +55,6 @@ from .traffic import Traffic
 
 MARS_TABLES = "mars_tables"  # capability of the native engines: subproblem(), plan_vector(), candidates
 TABLE_II = ("superlip", "systolic", "winograd")
-
-
-def registered_designs() -> dict[str, Design]:
-    """Every registered accelerator that carries a MARS design, by name (third-party ones included)."""
-    from optmap.host import load_host
-
-    host = load_host()
-    found = {}
-    for name in host.names("accelerator"):
-        try:
-            target = host.get("accelerator", name).resolve()
-            design = design_of(target if isinstance(target, Accelerator) else target())
-        except OptmapError:
-            continue
-        if design is not None:
-            found[name] = design
-    return found
-
-
-def lookup_designs(names: list[str]) -> tuple[Design, ...]:
-    """The designs called ``names``, or one line naming the unknown one and the known ones."""
-    known = registered_designs()
-    if not names:
-        raise OptmapError(f"designs is empty; list at least one of {', '.join(sorted(known))}")
-    for name in names:
-        if name not in known:
-            raise OptmapError(f"designs: unknown design '{name}'{did_you_mean(name, known)} "
-                              f"(a design is an accelerator that carries a MARS cycle model)")
-    if len(set(names)) != len(names):
-        raise OptmapError(f"designs lists a design twice: {names}")
-    return tuple(known[name] for name in names)
 
 
 class MarsCostModel(CostModel):
