@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 from optmap.plugins.llm import calibration
 from optmap.plugins.llm.compute import A100_FIT

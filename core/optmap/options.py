@@ -3,16 +3,19 @@
 pydantic builds a model from the signature, so a plugin author declares options once, as
 ordinary typed parameters with defaults, and gets validation, clear errors and a JSON Schema.
 
-Validation is pydantic's lax mode (a TOML list fills a ``tuple`` option, ``32.0`` fills an
-``int``), except that ``true``/``false`` never count as numbers. The first problem is reported
-as one line: unknown keys first (a misspelt key also shows up as a missing one), then missing
-required keys, then wrong values; unknown keys come with a suggestion and the list of valid keys.
+TOML is typed, and its types are taken strictly (pydantic's strict mode): a string is not a
+number (``batch = "256"``), a number is not a boolean (``check_memory = 0``), ``32.0`` is not an
+``int``; an integer fills a ``float`` and a TOML array fills a ``tuple``. NaN and infinity are
+refused everywhere. The first problem is reported as one line: unknown keys first (a misspelt
+key also shows up as a missing one), then missing required keys, then wrong values; unknown keys
+come with a suggestion and the list of valid keys.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import math
 import typing
 from typing import Any, Callable
 
@@ -53,7 +56,7 @@ def options_model(factory: Callable, skip: int = 0):
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
-    config = pydantic.ConfigDict(extra="forbid", strict=False, arbitrary_types_allowed=True)
+    config = pydantic.ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
     name = getattr(factory, "__name__", "Options")
     return pydantic.create_model(f"{name}Options", __config__=config, **fields)
 
@@ -105,6 +108,28 @@ def _describe(error: dict, valid: list[str]) -> str:
     return f"key '{location}': {message}, got {_short(error.get('input'))}"
 
 
+def _has_tuple(annotation: Any) -> bool:
+    """True when ``annotation`` (through Annotated, Optional and unions) is a tuple type."""
+    origin = typing.get_origin(annotation)
+    if origin is tuple or annotation is tuple:
+        return True
+    return any(_has_tuple(arg) for arg in typing.get_args(annotation) if arg is not Ellipsis)
+
+
+def _arrays_as_tuples(value: Any) -> Any:
+    return tuple(_arrays_as_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    return False
+
+
 def _is_number_annotation(annotation: Any) -> bool:
     if annotation in _NUMBERS:
         return True
@@ -129,10 +154,17 @@ def validate_options(
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
         raise OptmapError(f"{what}: cannot read the factory's options from its signature ({message})") from exc
     valid = sorted(set(model.model_fields) | set(section_keys))
+    options = dict(options)
     for key, value in options.items():
         field = model.model_fields.get(key)
-        if isinstance(value, bool) and field is not None and _is_number_annotation(field.annotation):
+        if field is None:
+            continue
+        if isinstance(value, bool) and _is_number_annotation(field.annotation):
             raise OptmapError(f"{what}: key '{key}' must be a number, got {str(value).lower()}")
+        if _non_finite(value):
+            raise OptmapError(f"{what}: key '{key}' must be finite, got {_short(value)} (nan and inf are not values)")
+        if isinstance(value, list) and _has_tuple(field.annotation):
+            options[key] = _arrays_as_tuples(value)
     try:
         validated = model.model_validate(options)
     except pydantic.ValidationError as exc:

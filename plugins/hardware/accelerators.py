@@ -7,7 +7,12 @@ datasheet's unit: memory and NVLink in GB/s (bytes), networks in Gb/s (bits, G =
 from __future__ import annotations
 
 from optmap.system import Accelerator
-from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes, tflops_to_flops
+from optmap.units import (
+    gBps_to_bytes_per_s,
+    gbps_to_bytes_per_s,
+    gib_to_bytes,
+    tflops_to_flops,
+)
 
 # AccPar (Song et al., HPCA 2020) Table 7, "TPU-v2" column: 180 TFLOPS, 64 GB HBM, 2400 GB/s; one
 # accelerator is a board of 4 chips x 2 cores. Network: Sec. 6.1 sets 8 Gb/s per TPU-v2 (= 1e9 B/s).
@@ -83,4 +88,18 @@ TITAN_RTX = Accelerator(
     description="NVIDIA TITAN RTX (spec sheet); network 10 Gb/s Ethernet (assumption)",
 )
 
-PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX)}
+# NVIDIA H100 SXM5 80 GB datasheet (dense tensor-core rates, without sparsity): 989.4 TFLOPS
+# bf16/fp16, 1,978.9 fp8, 494.7 tf32, 66.9 fp32 and fp64 tensor; 80 GB HBM3 at 3.35 TB/s; NVLink
+# 900 GB/s bidirectional; up to 700 W.
+H100 = Accelerator(
+    name="h100",
+    peak_flops={"bf16": tflops_to_flops(989.4), "fp16": tflops_to_flops(989.4), "fp8": tflops_to_flops(1978.9),
+                "tf32": tflops_to_flops(494.7), "fp32": tflops_to_flops(66.9), "fp64": tflops_to_flops(66.9)},
+    memory_bytes=gib_to_bytes(80),
+    memory_bandwidth=gBps_to_bytes_per_s(3350),
+    network_bandwidth=gBps_to_bytes_per_s(900),
+    power_watts=700,
+    description="NVIDIA H100 SXM5 80 GB (datasheet, dense); network = NVLink 900 GB/s aggregate",
+)
+
+PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX, H100)}

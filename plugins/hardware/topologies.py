@@ -23,19 +23,17 @@ Shared rules:
 
 
 import math
-from typing import Annotated, Any, Callable
+from typing import Any, Callable
 
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Dimension, Gbps, Microseconds
 from optmap.errors import OptmapError
 from optmap.system import Accelerator, GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
-Gbps = Annotated[float, Gt(0)]  # a bandwidth option in Gb/s, > 0
-Microseconds = Annotated[float, Ge(0)]  # a latency option in µs, >= 0
-
 # Above this many devices, fully-connected and hierarchical systems use switch nodes by default.
 SWITCH_ABOVE = 64
+# A fully-connected system without a switch above this many links is refused (memory and time).
+MAX_DIRECT_LINKS = 500_000
 
 
 def _bandwidth(topology: str, name: str, gbps: float | None) -> float | None:
@@ -97,6 +95,13 @@ def fully_connected(
             for i in range(n)
         )
     else:
+        links = n * (n - 1) // 2
+        if links > MAX_DIRECT_LINKS:
+            raise OptmapError(
+                f"topology '{name}': switch = false links every pair directly, {links:,} links for {n:,} devices, "
+                f"more than the limit of {MAX_DIRECT_LINKS:,}; set switch = true (the same bandwidth and latency "
+                f"between every pair, through one non-blocking switch)"
+            )
         pbw = _pair_bw(devices, bw)
         g.add_edges_from(
             (i, j, {"bandwidth": pbw(i, j), "latency": lat}) for i in range(n) for j in range(i + 1, n)
@@ -150,7 +155,7 @@ def square_shape(n: int) -> tuple[int, int]:
 def _grid(
     name: str,
     groups,
-    shape: list[int] | None,
+    shape: list[Dimension] | None,
     x_bandwidth_gbps: float | None,
     y_bandwidth_gbps: float | None,
     latency_us: float,
@@ -211,7 +216,7 @@ def _grid(
 def mesh2d(
     groups: list[GroupSpec],
     *,
-    shape: list[int] | None = None,
+    shape: list[Dimension] | None = None,
     x_bandwidth_gbps: Gbps | None = None,
     y_bandwidth_gbps: Gbps | None = None,
     latency_us: Microseconds = 1.0,
@@ -228,7 +233,7 @@ def mesh2d(
 def torus2d(
     groups: list[GroupSpec],
     *,
-    shape: list[int] | None = None,
+    shape: list[Dimension] | None = None,
     x_bandwidth_gbps: Gbps | None = None,
     y_bandwidth_gbps: Gbps | None = None,
     latency_us: Microseconds = 1.0,

@@ -32,34 +32,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Sequence
+from typing import Sequence
 
 import numpy as np
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Gbps, Microseconds
 from optmap.errors import OptmapError
-from optmap.system import Accelerator, GroupSpec, System, assign_devices, device_graph
-from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes, tflops_to_flops, us_to_s
-
-Gbps = Annotated[float, Gt(0)]
-Microseconds = Annotated[float, Ge(0)]
+from optmap.system import GroupSpec, System, assign_devices, device_graph
+from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 GPUS_PER_NODE = 8  # both DGX generations (datasheets)
-
-# NVIDIA H100 SXM5 80 GB datasheet (dense tensor-core rates, without sparsity): 989.4 TFLOPS
-# bf16/fp16, 1,978.9 fp8, 494.7 tf32, 66.9 fp32 and fp64 tensor; 80 GB HBM3 at 3.35 TB/s; NVLink
-# 900 GB/s bidirectional; up to 700 W.
-H100 = Accelerator(
-    name="h100",
-    peak_flops={"bf16": tflops_to_flops(989.4), "fp16": tflops_to_flops(989.4), "fp8": tflops_to_flops(1978.9),
-                "tf32": tflops_to_flops(494.7), "fp32": tflops_to_flops(66.9), "fp64": tflops_to_flops(66.9)},
-    memory_bytes=gib_to_bytes(80),
-    memory_bandwidth=gBps_to_bytes_per_s(3350),
-    network_bandwidth=gBps_to_bytes_per_s(900),
-    power_watts=700,
-    description="NVIDIA H100 SXM5 80 GB (datasheet, dense); network = NVLink 900 GB/s aggregate",
-)
-
 
 @dataclass(frozen=True)
 class Link:

@@ -23,11 +23,13 @@ Decisions:
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import Probability, Steps, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
 from .seeding import seed_vectors
+
+MATING_TRIES = 10
 
 
 class GeneticSearch(SearchEngine):
@@ -39,12 +41,12 @@ class GeneticSearch(SearchEngine):
     def __init__(
         self,
         *,
-        pop_size: int = 100,
-        generations: int | None = None,
-        patience: int | None = None,
+        pop_size: ints(2, 100_000) = 100,
+        generations: Steps | None = None,
+        patience: Steps | None = None,
         seed_plans: list[str] = [],
-        crossover_prob: float = 0.9,
-        mutation_rate: float | None = None,
+        crossover_prob: Probability = 0.9,
+        mutation_rate: Probability | None = None,
     ) -> None:
         """``pop_size`` individuals per generation; stop after ``generations`` or after
         ``patience`` generations without improvement (None: only the budget stops it);
@@ -70,17 +72,27 @@ class GeneticSearch(SearchEngine):
         from pymoo.algorithms.moo.nsga2 import NSGA2
         from pymoo.algorithms.soo.nonconvex.ga import GA
 
-        from .operators import MixedCrossover, MixedMutation, SpaceRepair
+        from .operators import (
+            MixedCrossover,
+            MixedMutation,
+            RowHashElimination,
+            SpaceRepair,
+        )
 
         kind = NSGA2 if n_obj > 1 else GA
-        return kind(
+        algorithm = kind(
             pop_size=self.pop_size,
             sampling=sampling,
             crossover=MixedCrossover(space, prob=self.crossover_prob),
             mutation=MixedMutation(space, rate=self.mutation_rate),
             repair=SpaceRepair(space),
-            eliminate_duplicates=True,
+            eliminate_duplicates=RowHashElimination(),
         )
+        # pymoo retries mating up to 100 times to fill a generation with unseen offspring; in a
+        # small or mostly explored space that is all the time a run takes. Ten tries, then the
+        # generation goes on with the unseen offspring it has (none: the GA has converged).
+        algorithm.mating.n_max_iterations = MATING_TRIES
+        return algorithm
 
     @staticmethod
     def _tell_values(problem, pop, F: np.ndarray, violation: np.ndarray) -> None:
@@ -109,8 +121,12 @@ class GeneticSearch(SearchEngine):
         checkpoint = evaluator.checkpoint
         state = checkpoint.engine_state
         if state is not None:
-            sampling, generation, stall = self._restored(problem, state), int(state["generation"]), int(state["stall"])
-            seeds = int(state.get("seeds", 0))
+            try:
+                sampling, generation, stall = self._restored(problem, state), int(state["generation"]), int(state["stall"])
+                seeds = int(state.get("seeds", 0))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise OptmapError(f"the checkpoint's ga state is damaged ({type(exc).__name__}: {exc}); delete the "
+                                  f"checkpoint or run without --resume") from None
         else:
             plans = seed_vectors(evaluator, self.seed_plans, seed) if self.seed_plans else None
             sampling, generation, stall = MixedSampling(space, plans), 0, 0

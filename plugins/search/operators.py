@@ -12,7 +12,8 @@ kept as one numpy array and pymoo's array operators work on column groups:
   polynomial mutation (PM), integers rounded afterwards by the repair;
 - sampling: the formulation's own sampler when its space has one; else IntegerRandomSampling for
   discrete columns, FloatRandomSampling for real ones and random keys;
-- repair: the space's own (clip to bounds, round the discrete entries).
+- repair: the space's own (clip to bounds, round the discrete entries, the formulation's repair);
+- duplicates: exact rows by hashing (:class:`RowHashElimination`), not pymoo's pairwise distances.
 
 Every operator draws from the ``random_state`` pymoo hands it (the algorithm's seeded
 generator), so a run is reproducible for a fixed seed.
@@ -21,7 +22,9 @@ generator), so a run is reproducible for a fixed seed.
 from __future__ import annotations
 
 import numpy as np
+from optmap.space import DesignSpace
 from pymoo.core.crossover import Crossover
+from pymoo.core.duplicate import DuplicateElimination
 from pymoo.core.mutation import Mutation
 from pymoo.core.problem import Problem
 from pymoo.core.repair import Repair
@@ -31,8 +34,6 @@ from pymoo.operators.crossover.ux import UX
 from pymoo.operators.mutation.pm import PM
 from pymoo.operators.mutation.rm import ChoiceRandomMutation
 from pymoo.operators.sampling.rnd import FloatRandomSampling, IntegerRandomSampling
-
-from optmap.space import DesignSpace
 
 
 def _columns(space: DesignSpace, kinds: tuple[str, ...]) -> np.ndarray:
@@ -133,6 +134,25 @@ class MixedMutation(Mutation):
         for columns, op, part in self.groups:
             X[:, columns] = np.asarray(op._do(part, X[:, columns], random_state=random_state), float)
         return X
+
+
+class RowHashElimination(DuplicateElimination):
+    """Exact duplicate rows, found by hashing each row's bytes: linear in the population, where
+    pymoo's default compares every pair by distance (quadratic, most of a GA's time on cheap
+    cost models). Repaired vectors are canonical (rounded choices, ranked keys), so equal
+    mappings are equal rows."""
+
+    def _do(self, pop, other, is_duplicate):
+        keys = [row.tobytes() for row in np.ascontiguousarray(pop.get("X"), float)]
+        if other is None:
+            seen: set[bytes] = set()
+            for i, key in enumerate(keys):
+                is_duplicate[i] = key in seen
+                seen.add(key)
+        else:
+            known = {row.tobytes() for row in np.ascontiguousarray(other.get("X"), float)}
+            is_duplicate |= np.fromiter((key in known for key in keys), bool, len(keys))
+        return is_duplicate
 
 
 class SpaceRepair(Repair):

@@ -34,7 +34,12 @@ from optmap.errors import OptmapError
 from optmap.system.accelerator import Accelerator, _check_positive
 from optmap.system.groups import Group
 from optmap.system.routing import Route, shortest_route
-from optmap.units import bytes_per_s_to_gbps, bytes_per_s_to_gBps, bytes_to_gib, flops_to_tflops
+from optmap.units import (
+    bytes_per_s_to_gBps,
+    bytes_per_s_to_gbps,
+    bytes_to_gib,
+    flops_to_tflops,
+)
 
 # Cached device-pair routes per system; cleared when it grows past this (1024 devices ≈ 5e5 pairs).
 _ROUTE_CACHE_MAX = 1 << 18

@@ -8,13 +8,35 @@
 - :mod:`~optmap.workload.views`: the series-parallel block view for layer-wise DPs.
 """
 
-from optmap.workload.builder import WorkloadBuilder
-from optmap.workload.graph import Workload
 from optmap.workload.layer import (
-    DTYPE_BYTES, PHASE_PASSES, Layer, Shape, dtype_bytes, register_dtype, register_phase,
+    DTYPE_BYTES,
+    PHASE_PASSES,
+    Layer,
+    Shape,
+    dtype_bytes,
+    register_dtype,
+    register_phase,
 )
-from optmap.workload.ops import ACTIVATIONS, LayerFlops, OpKind, op_kind, op_names, register_op
-from optmap.workload.views import BlockItem, Node, Parallel, series_parallel_view
+from optmap.workload.ops import (
+    ACTIVATIONS,
+    LayerFlops,
+    OpKind,
+    op_kind,
+    op_names,
+    register_op,
+)
+
+# imported on first use: they need networkx, which is slow to import (`optmap plugins` needs none)
+_LAZY = {"WorkloadBuilder": "builder", "Workload": "graph", "BlockItem": "views", "Node": "views",
+         "Parallel": "views", "series_parallel_view": "views"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"optmap.workload.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'optmap.workload' has no attribute {name!r}")
 
 __all__ = [
     "ACTIVATIONS", "BlockItem", "DTYPE_BYTES", "Layer", "LayerFlops", "Node", "OpKind", "PHASE_PASSES",

@@ -20,12 +20,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from optmap.errors import OptmapError, did_you_mean
-
-if TYPE_CHECKING:  # pragma: no cover
-    from optmap.workload.layer import Layer
 
 ACTIVATIONS = frozenset({
     "relu", "relu6", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "hardswish",
@@ -57,7 +53,8 @@ class OpKind:
     forward and backward. ``weighted`` marks tensor contractions (the layers a partitioning
     formulation splits); ``merge`` marks kinds that join parallel branches; ``data_movement``
     kinds cost no FLOPs. ``channels_first`` says a rank-3 per-sample shape is (C, H, W); otherwise
-    the last dimension holds the features.
+    the last dimension holds the features. Every method takes the :class:`~optmap.workload.Layer`
+    being priced (its shapes and ``attrs``).
     """
 
     name: str = ""
@@ -66,28 +63,28 @@ class OpKind:
     data_movement: bool = False
     channels_first: bool = True
 
-    def weight_elements(self, layer: Layer) -> int:
+    def weight_elements(self, layer) -> int:
         """Elements of the contraction weights (0 for kinds without them)."""
         return 0
 
-    def kernel_elements(self, layer: Layer) -> int:
+    def kernel_elements(self, layer) -> int:
         """Window size kh*kw of a convolution or pooling (attribute ``kernel``); 1 otherwise."""
         kernel = layer.attr("kernel")
         return math.prod(kernel) if kernel is not None else 1
 
-    def params(self, layer: Layer) -> int:
+    def params(self, layer) -> int:
         """Trainable parameters, as PyTorch counts them."""
         return 0
 
-    def macs(self, layer: Layer) -> int:
+    def macs(self, layer) -> int:
         """Multiply-accumulates of one sample's forward pass."""
         return 0
 
-    def forward_per_sample(self, layer: Layer) -> int:
+    def forward_per_sample(self, layer) -> int:
         """Forward FLOPs of one sample for a non-contraction kind (default: one per output element)."""
         return 0 if self.data_movement else layer.out_elements
 
-    def flops(self, layer: Layer, batch: int) -> LayerFlops:
+    def flops(self, layer, batch: int) -> LayerFlops:
         """FLOPs for ``batch`` samples by the module's conventions."""
         if self.weighted:
             forward = 2 * self.macs(layer) * batch
@@ -152,27 +149,27 @@ class Concat(OpKind):
 class Add(OpKind):
     name, merge = "add", True
 
-    def forward_per_sample(self, layer: Layer) -> int:
+    def forward_per_sample(self, layer) -> int:
         return (len(layer.in_shapes) - 1) * layer.out_elements  # one addition per extra operand
 
 
 class Conv2d(OpKind):
     name, weighted = "conv2d", True
 
-    def weight_elements(self, layer: Layer) -> int:
+    def weight_elements(self, layer) -> int:
         return layer.in_channels // layer.attr("groups", 1) * layer.out_channels * layer.kernel_elements
 
-    def params(self, layer: Layer) -> int:
+    def params(self, layer) -> int:
         return self.weight_elements(layer) + (layer.out_channels if layer.attr("bias", True) else 0)
 
-    def macs(self, layer: Layer) -> int:
+    def macs(self, layer) -> int:
         return self.weight_elements(layer) * layer.out_spatial  # Cout*Ho*Wo*(Cin/g)*kh*kw
 
 
 class Linear(Conv2d):
     name = "linear"
 
-    def weight_elements(self, layer: Layer) -> int:
+    def weight_elements(self, layer) -> int:
         return layer.in_channels * layer.out_channels
 
 
@@ -181,16 +178,16 @@ class MatMul(OpKind):
 
     name, weighted, channels_first = "matmul", True, False
 
-    def macs(self, layer: Layer) -> int:
+    def macs(self, layer) -> int:
         return layer.out_elements * layer.in_channels  # (..., M, N) outputs, K products each
 
-    def flops(self, layer: Layer, batch: int) -> LayerFlops:
+    def flops(self, layer, batch: int) -> LayerFlops:
         forward = 2 * self.macs(layer) * batch
         return LayerFlops(forward, 2 * forward, 0)  # gradients w.r.t. both operands, no weights
 
 
 class Pool(OpKind):
-    def forward_per_sample(self, layer: Layer) -> int:
+    def forward_per_sample(self, layer) -> int:
         return layer.kernel_elements * layer.out_elements
 
 
@@ -205,17 +202,17 @@ class AvgPool2d(Pool):
 class AdaptiveAvgPool2d(Pool):
     name = "adaptive_avgpool2d"
 
-    def forward_per_sample(self, layer: Layer) -> int:
+    def forward_per_sample(self, layer) -> int:
         (c, h, w), (_, oh, ow) = layer.in_shapes[0], layer.out_shape
         return c * _adaptive_window(h, oh)[0] * _adaptive_window(w, ow)[0]
 
-    def kernel_elements(self, layer: Layer) -> int:
+    def kernel_elements(self, layer) -> int:
         (_, h, w), (_, oh, ow) = layer.in_shapes[0], layer.out_shape
         return _adaptive_window(h, oh)[1] * _adaptive_window(w, ow)[1]  # the largest window
 
 
 class Norm(OpKind):
-    def params(self, layer: Layer) -> int:
+    def params(self, layer) -> int:
         return 2 * layer.in_channels  # gamma and beta (running statistics are buffers)
 
 

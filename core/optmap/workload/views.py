@@ -9,12 +9,8 @@ this view and :mod:`optmap.chain_dp`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from optmap.errors import OptmapError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from optmap.workload.graph import Workload
 
 
 @dataclass(frozen=True)
@@ -35,8 +31,8 @@ BlockItem = Node | Parallel
 
 
 
-def series_parallel_view(workload: Workload) -> tuple[BlockItem, ...]:
-    """The series-parallel view for layer-wise DPs: Nodes (weighted or merge layers) and Parallels.
+def series_parallel_view(workload) -> tuple[BlockItem, ...]:
+    """The series-parallel view of ``workload`` (a Workload) for layer-wise DPs: Nodes and Parallels.
 
     Non-weighted single-input ops (pool, activation, norm, flatten, dropout) are collapsed away.
     Each Parallel stands between its fork Node and its merge Node; its paths are ordered by the

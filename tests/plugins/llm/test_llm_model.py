@@ -1,16 +1,14 @@
 """megatron-3d cost model: space, validity, feasibility, parts by hand, clusters and links."""
 
-import itertools
 
 import numpy as np
 import pytest
 
-from optmap import collectives
 from optmap.errors import OptmapError
 from optmap.host import load_host
 from optmap.plugins.hardware.accelerators import A100
 from optmap.plugins.llm.cluster import dgx_a100, dgx_h100, group_link
-from optmap.plugins.llm.model import DECISIONS, Megatron3DCostModel
+from optmap.plugins.llm.model import DECISIONS
 from optmap.problem import build_problem
 from optmap.system import GroupSpec
 

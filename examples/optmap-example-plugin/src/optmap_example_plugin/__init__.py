@@ -1,7 +1,9 @@
-"""An example third-party optmap plugin: one accelerator and one search engine.
+"""An example third-party optmap plugin: an accelerator, a search engine and a formulation.
 
 * accelerator ``tpu-v4`` — a Google Cloud TPU v4 chip (sources in :mod:`.hardware`);
-* search engine ``anneal`` — vectorised simulated annealing over any design space (:mod:`.anneal`).
+* search engine ``anneal`` — vectorised simulated annealing over any design space (:mod:`.anneal`);
+* cost model ``stage-pipeline`` — cut a network into pipeline stages and place them on devices,
+  a permutation variable with a formulation-supplied repair (:mod:`.pipeline`).
 
 optmap finds this module through the entry point ``example = "optmap_example_plugin"`` in the
 group ``optmap`` (see ``pyproject.toml``) and calls the hook implementations below with a
@@ -28,3 +30,9 @@ def optmap_register_accelerators(register):
 def optmap_register_search_engines(register):
     # Registered by import path: the engine module is imported only when a problem uses "anneal".
     register("anneal", "optmap_example_plugin.anneal:SimulatedAnnealing")
+
+
+@hookimpl
+def optmap_register_cost_models(register):
+    # A formulation of its own, searched by optmap's generic engines with no change to optmap.
+    register("stage-pipeline", "optmap_example_plugin.pipeline:StagePipeline")

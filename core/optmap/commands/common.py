@@ -1,0 +1,83 @@
+"""What the commands share: the problem-file arguments, loading a problem with them, plugin warnings."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from optmap.errors import OptmapError
+
+
+def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="problem file (TOML)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="override a key of the problem file (repeatable), e.g. workload.batch=256 or "
+                             "system.groups.0.count=4")
+    parser.add_argument("--fix", action="append", default=[], metavar="DECISION=VALUE",
+                        help="pin a decision of the formulation (repeatable), e.g. tensor_parallel=8; "
+                             "`optmap show FILE --decisions` lists them")
+
+
+def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="score batches in N local processes (for cost models without a vectorised evaluator)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="score batches on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
+
+
+def seed_argument(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def disabled(args) -> tuple[str, ...]:
+    names = []
+    for text in args.disable or ():
+        prefix, _, name = text.partition(":")
+        if prefix != "no" or not name.strip():
+            raise OptmapError(f"-p {text}: expected -p no:NAME to leave the installed plugin NAME out")
+        names.append(name.strip())
+    return tuple(names)
+
+
+def load_plugins(args):
+    """The plugin host for the command's --plugin and -p, after one warning line per failed plugin."""
+    from optmap.host import load_host
+
+    host = load_host(tuple(args.plugin or ()), disabled(args))
+    for line in host.warnings():
+        print(line, file=sys.stderr)
+    return host
+
+
+def load_problem(args):
+    """The command's problem file, with --set, --fix, --plugin and -p applied."""
+    from optmap.problem import load
+
+    load_plugins(args)  # warns about plugins that failed to load
+    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, disabled(args))
+
+
+def default_output(problem, engine: str, seed: int) -> Path:
+    """``optmap-results/<problem>/<engine>-seed<N>.json``, with file-name-safe parts."""
+    from optmap.output import file_stem
+
+    return Path("optmap-results") / file_stem(problem.name) / f"{file_stem(engine)}-seed{seed}.json"
+
+
+def engine_options(problem, engine: str, args) -> dict:
+    """--storage / --study as options of the engine, which must have them (optuna)."""
+    given = {key: value for key, value in (("storage", args.storage), ("study", args.study)) if value is not None}
+    if not given:
+        return {}
+    from optmap.options import options_model
+
+    fields = options_model(problem.host.get("search_engine", engine).resolve()).model_fields
+    for key in given:
+        if key not in fields:
+            raise OptmapError(f"--{key} applies to engines with a '{key}' option (optuna), not '{engine}'")
+    return given
+
+

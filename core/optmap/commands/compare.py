@@ -1,0 +1,87 @@
+"""``optmap compare``: several engines side by side on one problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from optmap.commands.common import (
+    add_parallel_arguments,
+    add_problem_arguments,
+    load_problem,
+)
+from optmap.commands.progress import Progress
+from optmap.errors import OptmapError
+
+
+def add_parser(commands) -> dict:
+    parser = commands.add_parser("compare", help="run several engines side by side")
+    add_problem_arguments(parser)
+    parser.add_argument("--search", required=True, metavar="A,B,C", help="comma-separated engines")
+    parser.add_argument("--seeds", default=None, metavar="0,1,2", help="comma-separated seeds")
+    parser.add_argument("--baseline", metavar="ENGINE", help="engine whose value speedups are relative to "
+                        "(default: the first engine)")
+    parser.add_argument("--json", metavar="OUT", help="write the table and every run as JSON")
+    parser.add_argument("--csv", metavar="OUT", help="write the table as CSV")
+    parser.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
+    parser.add_argument("--layers", action="store_true",
+                        help="also print each engine's per-layer decisions (first seed)")
+    add_parallel_arguments(parser)
+    return {"compare": compare}
+
+
+def _names(option: str, text: str, expected: str, digits: bool = False) -> list[str]:
+    """A comma-separated list from the command line: non-empty, no repeats (and whole numbers)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names) or (digits and not all(n.isdigit() for n in names)):
+        raise OptmapError(f"{option} '{text}': expected comma-separated {expected}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise OptmapError(f"{option} '{text}': '{repeated[0]}' is listed twice; list each once")
+    return names
+
+
+def compare(args) -> int:
+    from optmap.comparison import compare as run_comparison
+    from optmap.output import save
+    from optmap.report import console, rows_table
+
+    engines = _names("--search", args.search, "engines, e.g. dp,owt,accpar")
+    seeds = [int(s) for s in _names("--seeds", args.seeds, "whole numbers >= 0, e.g. 0,1,2", digits=True)] \
+        if args.seeds is not None else None
+    problem = load_problem(args)
+    seeds = seeds if seeds is not None else [problem.search.seed]
+    if args.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'")
+    progress = Progress("compare")
+    terminal = console()
+    table = run_comparison(problem, engines, seeds, baseline=args.baseline or engines[0], progress=progress,
+                    on_start=lambda name, seed: progress.restart(f"{name} (seed {seed})"),
+                    workers=args.workers, scheduler=args.scheduler)
+    progress.close()
+    terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
+                              f"{table.best_known:.6g})", table.rows))
+    if args.json:
+        terminal.print(f"table and runs written to {save(args.json, table.json_text(), what='comparison')}")
+    if args.csv:
+        rows, history = table.csv_texts()
+        path = Path(args.csv)
+        written = save(path, rows, what="table")
+        trail = save(written.with_name(path.stem + ".history.csv"), history, what="history")
+        terminal.print(f"table written to {written}, every run's history to {trail}")
+    if args.plot:
+        terminal.print(f"convergence plot written to {save(args.plot, table.plot(), what='plot')}")
+    if args.layers:
+        from optmap.report import layer_table
+
+        for name in engines:
+            run = next((r for r in table.runs if r.engine == name and r.report is not None), None)
+            layers = layer_table(run) if run is not None else None
+            if layers is not None:
+                layers.title = f"{name}: per-layer mapping"
+                terminal.print(layers)
+    return 0
+
+

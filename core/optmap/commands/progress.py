@@ -1,0 +1,68 @@
+"""Progress of a long search on the terminal: a rich bar after one second, plain lines in logs."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """A rich progress bar that appears only once a search has run for a second.
+
+    When standard error is not a terminal (a log file, a batch job) it prints a plain line
+    instead, after the first second and then every ``every`` seconds.
+    """
+
+    def __init__(self, label: str, every: float = 5.0) -> None:
+        self.label = label
+        self.bar = None
+        self.task = None
+        self.started = time.perf_counter()
+        self.every = every
+        self.logged = None
+        self.plain = not sys.stderr.isatty()
+
+    def restart(self, label: str) -> None:
+        self.close()
+        self.label = label
+        self.started = time.perf_counter()
+        self.logged = None
+
+    def _log(self, evaluator) -> None:
+        now = time.perf_counter()
+        if now - self.started < 1.0 or (self.logged is not None and now - self.logged < self.every):
+            return
+        self.logged = now
+        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
+        total = evaluator.budget.evaluations
+        done = f"{evaluator.evaluations:,}" + (f"/{total:,}" if total else "")
+        print(f"{self.label}: {done} evaluations, best {best:.6g}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
+
+    def __call__(self, evaluator) -> None:
+        if self.plain:
+            self._log(evaluator)
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.started < 1.0:
+                return
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=evaluator.budget.evaluations, best="-")
+        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
+        self.bar.update(self.task, completed=evaluator.evaluations, best=f"{best:.5g}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        self.bar = None
+
+
