@@ -38,7 +38,6 @@ DIMS = ("C_out", "C_in", "H", "W", "K_h", "K_w")
 M, N, R, C, KH, KW = range(6)
 OUT_AXES = (M, R, C)  # Out is (C_out, H, W)
 IN_AXES = (N, R, C)  # In is (C_in, H_in, W_in)
-REDUCTION = (N, KH, KW)
 GENES = 14  # per layer: es[6], ss[6], arity, ss_on
 WEIGHT, INPUT = 0, 1
 

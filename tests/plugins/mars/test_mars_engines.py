@@ -113,3 +113,18 @@ def test_cli_run_prints_sets_designs_shards_and_baseline(tmp_path, capsys):
     rows = [r for r in result["report"]["layers"] if "ES" in r]
     assert len(rows) == 13 and {"set", "design", "ES", "SS"} <= set(rows[0])
     assert result["report"]["metrics"]["time"] < result["report"]["metrics"]["baseline_time"]
+
+
+def test_level1_pinned_and_level2_searched_by_a_generic_engine():
+    # the two levels through the core's pins: level-1 decisions of the baseline fixed, shards searched by ga
+    problem = small_problem(model="vgg11")
+    model = problem.cost_model
+    baseline = model.plans()["baseline"].as_dict()
+    level1 = {name: value for name, value in baseline.items()
+              if model.space.variables[model.space.index(name)].tag("level") == 1}
+    spec = {**problem.spec, "fix": level1}
+    pinned = build_problem(spec)
+    result = solve(pinned, "ga", seed=0, budget=Budget(evaluations=64))
+    plan = pinned.cost_model.plan_of(result.best.array)
+    assert plan.sets == model.baseline_plan.sets and plan.bounds == model.baseline_plan.bounds
+    assert plan.designs == model.baseline_plan.designs
