@@ -85,6 +85,10 @@ class CostModel(ABC):
     - ``senses``: ``{"throughput": "max"}`` for metrics where more is better (default: min);
     - ``default_engine``: the engine a problem uses when its file names none (a native one);
     - ``units``: a metric's unit where its name does not say it (see :func:`unit`);
+    - ``topologies`` / ``system_options``: the topologies and ``[system]`` options the model
+      prices, when it does not read the whole system through its routing: anything else a user
+      writes is refused at load, never silently ignored (``System.options_given`` says what the
+      file set);
     - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
     - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
     """
@@ -95,6 +99,8 @@ class CostModel(ABC):
     senses: TMapping[str, str] = {}
     default_engine: str | None = None  # the engine a problem without [search] engine uses
     units: TMapping[str, str] = {}  # metric -> unit, where the name's SI convention does not say it
+    topologies: tuple[str, ...] | None = None  # the topologies it can price (None: any)
+    system_options: tuple[str, ...] | None = None  # the [system] options it prices (None: all)
 
     @property
     def primary_metric(self) -> str:

@@ -103,9 +103,14 @@ def _describe(error: dict, valid: list[str]) -> str:
         return unknown_key(location, valid)
     if error["type"] == "missing":
         return f"missing required key '{location}'; {_valid(valid)}"
+    given = error.get("input")
+    if error["type"] == "greater_than_equal" and error.get("ctx", {}).get("ge") == 1 and isinstance(given, int):
+        return f"key '{location}': {location} must be a positive integer, got {_short(given)}"
     message = " ".join(str(error["msg"]).split())
     message = message[:1].lower() + message[1:]
-    return f"key '{location}': {message}, got {_short(error.get('input'))}"
+    if isinstance(given, str) and error["type"] in ("int_type", "float_type", "int_parsing", "float_parsing"):
+        message += " (a string: write numbers without quotes)"
+    return f"key '{location}': {message}, got {_short(given)}"
 
 
 def _has_tuple(annotation: Any) -> bool:

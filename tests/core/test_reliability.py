@@ -105,10 +105,10 @@ def test_second_writer_of_one_output_is_refused(tmp_path):
 @pytest.mark.parametrize("override, needle", [
     ("workload.batch='256'", "valid integer"),
     ("cost.check_memory=0", "valid boolean"),
-    ("cost.weight_copies=-3", "greater than or equal to 1"),
+    ("cost.weight_copies=-3", "weight_copies must be a positive integer, got -3"),
     ("cost.ratio_steps=10000000", "less than or equal to 1000"),
     ("system.latency_us=nan", "must be finite"),
-    ("search.accpar.sweeps=-1", "greater than or equal to 1"),
+    ("search.accpar.sweeps=-1", "sweeps must be a positive integer, got -1"),
 ])
 def test_values_are_typed_and_bounded(override, needle, capsys):
     assert needle in one_error(*run_cli(["validate", LENET, "--set", override], capsys)[::2])

@@ -13,7 +13,6 @@ measurements next to it (``<out>.json``), which ``optmap calibrate --refit`` fit
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
@@ -88,11 +87,12 @@ def _plan(quick: bool) -> dict:
 
 
 def _layers(network: str, image: int, limit: int | None):
-    """Distinct contraction layers of a zoo network (torchvision geometry), at most ``limit``."""
-    from optmap.plugins.zoo.models import MODELS
+    """Distinct contraction layers of a registered network (the zoo's torchvision geometry), at most ``limit``."""
+    from optmap.host import load_host
 
+    build = load_host().get("workload", network).resolve()  # through the host: the core imports no plugin
     seen, out = set(), []
-    for layer in MODELS[network](batch=1, image_size=image).weighted_layers():
+    for layer in build(batch=1, image_size=image).weighted_layers():
         key = (layer.op, layer.in_shapes, layer.out_shape, layer.attrs)
         if key not in seen:
             seen.add(key)

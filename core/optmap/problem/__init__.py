@@ -37,7 +37,7 @@ from optmap.problem.spec import (
     parse_override,
     read_spec,
 )
-from optmap.problem.system_section import accelerators, build_system
+from optmap.problem.system_section import accelerators, build_system, check_priced
 from optmap.problem.workload_section import build_workload
 from optmap.search.engine import misfit
 
@@ -115,6 +115,7 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     what = f"{where}: [cost] model '{cost_entry.name}'"
     cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",))
     check_returned(what, cost_entry, cost_model, cost_model_missing)
+    check_priced(where, system, cost_model, cost_entry.name)
     names, senses = goals.objectives(where, tables["objective"], cost_model, cost_entry.name)
     upper, lower = goals.constraints(where, tables["constraints"], tuple(cost_model.metrics), cost_entry.name)
     fixed = goals.fixes(where, tables["fix"], cost_model)

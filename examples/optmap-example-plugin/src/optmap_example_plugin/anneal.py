@@ -52,7 +52,7 @@ class SimulatedAnnealing:
         chains: ints(1, 100_000) = 8,
         steps: Steps | None = None,
         initial_temperature: Positive = 0.3,
-        cooling: floats(0, 1, open_low=True) | None = None,
+        cooling: float | None = None,
         final_temperature: Positive = 1e-4,
         step_size: floats(0, 1, open_low=True) = 0.1,
     ) -> None:
