@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from optmap.bounds import MAX_DIMENSION, Positive, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.system import Accelerator
 from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes
@@ -117,7 +118,7 @@ def design_of(accelerator: Accelerator) -> Design | None:
     return design if isinstance(design, Design) else None
 
 
-def design_accelerator(design: Design, *, memory_gib: float = DRAM_GIB, description: str = "") -> Accelerator:
+def design_accelerator(design: Design, *, memory_gib: Positive = DRAM_GIB, description: str = "") -> Accelerator:
     """An F1 FPGA (1 GB DRAM, PCIe 3.0 x16) configured with ``design``."""
     return Accelerator(
         name=design.name,
@@ -130,14 +131,17 @@ def design_accelerator(design: Design, *, memory_gib: float = DRAM_GIB, descript
     )
 
 
+Size = ints(1, MAX_DIMENSION)  # a design parameter: PEs along one loop dimension
+
+
 def _positive(name: str, **values: float) -> None:
     for key, value in values.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise OptmapError(f"design '{name}': {key} must be a number > 0, got {value!r}")
 
 
-def superlip(*, tm: int = 64, tn: int = 7, tr: int = 7, tc: int = 14, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> Accelerator:
+def superlip(*, tm: Size = 64, tn: Size = 7, tr: Size = 7, tc: Size = 14, clock_mhz: Positive = CLOCK_MHZ,
+             memory_gib: Positive = DRAM_GIB) -> Accelerator:
     """Design 1, SuperLIP (Jiang et al., TECS 2019): T_m, T_n, T_r, T_c = 64, 7, 7, 14 (Table II)."""
     _positive("superlip", tm=tm, tn=tn, tr=tr, tc=tc, clock_mhz=clock_mhz)
     design = Design("superlip", superlip_cycles(tm, tn, tr, tc), (("tm", tm), ("tn", tn), ("tr", tr), ("tc", tc)),
@@ -145,8 +149,8 @@ def superlip(*, tm: int = 64, tn: int = 7, tr: int = 7, tc: int = 14, clock_mhz:
     return design_accelerator(design, memory_gib=memory_gib)
 
 
-def systolic(*, row: int = 11, col: int = 13, vec: int = 8, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> Accelerator:
+def systolic(*, row: Size = 11, col: Size = 13, vec: Size = 8, clock_mhz: Positive = CLOCK_MHZ,
+             memory_gib: Positive = DRAM_GIB) -> Accelerator:
     """Design 2, systolic array (Wei et al., DAC 2017): row, col, vec = 11, 13, 8 (Table II)."""
     _positive("systolic", row=row, col=col, vec=vec, clock_mhz=clock_mhz)
     design = Design("systolic", systolic_cycles(row, col, vec), (("row", row), ("col", col), ("vec", vec)),
@@ -154,8 +158,8 @@ def systolic(*, row: int = 11, col: int = 13, vec: int = 8, clock_mhz: float = C
     return design_accelerator(design, memory_gib=memory_gib)
 
 
-def winograd(*, n: int = 6, pn: int = 2, pm: int = 8, clock_mhz: float = CLOCK_MHZ,
-             memory_gib: float = DRAM_GIB) -> Accelerator:
+def winograd(*, n: ints(3, MAX_DIMENSION) = 6, pn: Size = 2, pm: Size = 8, clock_mhz: Positive = CLOCK_MHZ,
+             memory_gib: Positive = DRAM_GIB) -> Accelerator:
     """Design 3, Winograd F(4×4, 3×3) (Lu et al., FCCM 2017): n, P_n, P_m = 6, 2, 8 (Table II)."""
     _positive("winograd", n=n, pn=pn, pm=pm, clock_mhz=clock_mhz)
     if n < 3:
@@ -167,7 +171,7 @@ def winograd(*, n: int = 6, pn: int = 2, pm: int = 8, clock_mhz: float = CLOCK_M
     return design_accelerator(design, memory_gib=memory_gib)
 
 
-def f1_fpga(*, memory_gib: float = DRAM_GIB) -> Accelerator:
+def f1_fpga(*, memory_gib: Positive = DRAM_GIB) -> Accelerator:
     """An unconfigured F1 FPGA (Xilinx VU9P): the adaptive device MARS configures with a design.
 
     Peak = 6,840 DSPs × 2 FLOP × 200 MHz (metadata; MARS times layers by the chosen design).

@@ -20,6 +20,7 @@ from typing import Literal
 
 import numpy as np
 
+from optmap.bounds import MAX_STEPS, NonNegative, Probability, Steps, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -56,19 +57,19 @@ class MarsSearch(SearchEngine):
     def __init__(
         self,
         *,
-        pop1: int = 32,
-        gens1: int = 30,
-        pop2: int = 32,
-        gens2: int = 20,
+        pop1: ints(2, MAX_STEPS) = 32,
+        gens1: Steps = 30,
+        pop2: ints(2, MAX_STEPS) = 32,
+        gens2: Steps = 20,
         inner: Literal["ga", "dp"] = "ga",
         level2_backend: Literal["numpy", "pymoo"] = "numpy",
         level2_init: Literal["seeded", "random"] = "seeded",
-        uniform_seeds: int = 8,
+        uniform_seeds: ints(0, MAX_STEPS) = 8,
         design_init: Literal["performance", "uniform"] = "performance",
         seed_plans: list[str] = ["baseline"],
-        crossover_prob: float = 0.9,
-        eta_c: float = 15.0,
-        eta_m: float = 20.0,
+        crossover_prob: Probability = 0.9,
+        eta_c: NonNegative = 15.0,
+        eta_m: NonNegative = 20.0,
     ) -> None:
         """Options (the paper gives no GA setting; defaults are note §4.3's "paper-scale" budgets):
 

@@ -25,6 +25,7 @@ import itertools
 
 import numpy as np
 
+from optmap.bounds import MAX_STEPS, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -125,7 +126,7 @@ class H2HSearch(SearchEngine):
     requires = frozenset({MARS_TABLES})
     accepts = (MarsCostModel,)
 
-    def __init__(self, *, max_sweeps: int = 200, remap: bool = True) -> None:
+    def __init__(self, *, max_sweeps: ints(0, MAX_STEPS) = 200, remap: bool = True) -> None:
         """``max_sweeps`` steepest-descent sweeps of step 2; ``remap = false`` stops after step 1."""
         if max_sweeps < 0:
             raise OptmapError(f"max_sweeps must be >= 0, got {max_sweeps}")

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import cached_property
-from typing import Annotated, Literal
+from typing import Literal
 
 import numpy as np
-from annotated_types import Ge
+
+from optmap.bounds import MAX_DIMENSION, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
@@ -72,14 +73,14 @@ class MarsCostModel(CostModel):
         designs: list[str] = list(TABLE_II),
         adaptive: bool = True,
         include_fc: bool = False,
-        max_es_dims: Annotated[int, Ge(1)] = 2,
+        max_es_dims: ints(1, 6) = 2,
         ss_on_es_dims: bool = False,
         ss_overlap: bool = False,
         halo: bool = False,
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
-        min_set_size: Annotated[int, Ge(1)] = 1,
+        min_set_size: ints(1, MAX_DIMENSION) = 1,
     ) -> None:
         """Options (note §6 decisions; defaults are the note's recommendations):
 

@@ -24,18 +24,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Annotated
-
 import networkx as nx
-from annotated_types import Ge, Gt
 
+from optmap.bounds import MAX_DIMENSION, Gbps, Microseconds, ints
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 HOST = "host"
-Gbps = Annotated[float, Gt(0)]
-Microseconds = Annotated[float, Ge(0)]
 
 
 def _link(bandwidth_gbps: float, latency_us: float) -> dict:
@@ -45,7 +41,7 @@ def _link(bandwidth_gbps: float, latency_us: float) -> dict:
 def f1_16xlarge(
     groups: list[GroupSpec],
     *,
-    group_size: Annotated[int, Ge(1)] = 4,
+    group_size: ints(1, MAX_DIMENSION) = 4,
     intra_bandwidth_gbps: Gbps = 8.0,
     host_bandwidth_gbps: Gbps = 2.0,
     latency_us: Microseconds = 1.0,

@@ -19,6 +19,7 @@ approximations** built from torchvision's ResNet blocks (:func:`optmap.plugins.z
 
 from __future__ import annotations
 
+from optmap.bounds import Batch, Dimension
 from optmap.plugins.zoo.models import resnet_stage, resnet_stem
 from optmap.workload import Workload, WorkloadBuilder
 
@@ -51,15 +52,15 @@ def _model(name: str, kind: str, branch_stages, shared_stages, groups: int, batc
     return b.build(batch, dtype, phase)
 
 
-def casia_surf(*, batch: int, dtype: str = "fp16", phase: str = "inference", image_size: int = 112,
-               num_classes: int = 2) -> Workload:
+def casia_surf(*, batch: Batch, dtype: str = "fp16", phase: str = "inference", image_size: Dimension = 112,
+               num_classes: Dimension = 2) -> Workload:
     """CASIA-SURF baseline (approximation): three ResNet-18 branches to res3, concatenated, shared res4."""
     return _model("casia-surf", "basic", [(64, 2), (128, 2), (256, 2)], [(512, 2)], 1, batch, dtype, phase,
                   image_size, num_classes)
 
 
-def facebagnet(*, batch: int, dtype: str = "fp16", phase: str = "inference", image_size: int = 112,
-               num_classes: int = 2) -> Workload:
+def facebagnet(*, batch: Batch, dtype: str = "fp16", phase: str = "inference", image_size: Dimension = 112,
+               num_classes: Dimension = 2) -> Workload:
     """FaceBagNet (approximation): three ResNeXt-50 32x4d streams to res2, concatenated, shared res3-res4."""
     return _model("facebagnet", "bottleneck", [(64, 3), (128, 4)], [(256, 6), (512, 3)], 32, batch, dtype, phase,
                   image_size, num_classes)
