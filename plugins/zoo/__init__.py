@@ -1,5 +1,5 @@
-"""Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152), GNMT,
-and the op kind ``lstm`` (:mod:`optmap.plugins.zoo.recurrent`)."""
+"""Built-in plugin: the torchvision model zoo (LeNet-5, AlexNet, VGG-11/13/16/19, ResNet-18/34/50/101/152,
+Wide ResNet-50-2), GNMT, and the op kind ``lstm`` (:mod:`optmap.plugins.zoo.recurrent`)."""
 
 from optmap.hookspecs import hookimpl
 from optmap.plugins.zoo.models import (
@@ -15,13 +15,14 @@ from optmap.plugins.zoo.models import (
     vgg13,
     vgg16,
     vgg19,
+    wide_resnet50_2,
 )
 
 from optmap.plugins.zoo.gnmt import gnmt
 from optmap.plugins.zoo.recurrent import OPS
 
 __all__ = ["MODELS", "gnmt", "alexnet", "lenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
-           "vgg11", "vgg13", "vgg16", "vgg19"]
+           "vgg11", "vgg13", "vgg16", "vgg19", "wide_resnet50_2"]
 
 
 @hookimpl

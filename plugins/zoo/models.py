@@ -21,7 +21,9 @@ RESNET_CFGS: dict[str, tuple[str, list[int]]] = {  # block kind and blocks per s
     "resnet50": ("bottleneck", [3, 4, 6, 3]),
     "resnet101": ("bottleneck", [3, 4, 23, 3]),
     "resnet152": ("bottleneck", [3, 8, 36, 3]),
+    "wide_resnet50_2": ("bottleneck", [3, 4, 6, 3]),  # bottleneck width x2 (torchvision width_per_group=128)
 }
+WIDTH = {"wide_resnet50_2": 2}  # multiplier of a bottleneck's inner (conv1/conv2) channels
 
 
 def lenet(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 28,
@@ -121,40 +123,56 @@ def vgg19(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_s
     return _vgg("vgg19", batch, dtype, phase, image_size, num_classes)
 
 
-def _conv_bn(b: WorkloadBuilder, x: str, out: int, kernel: int, stride: int, prefix: str, i: int | str) -> str:
+def _conv_bn(b: WorkloadBuilder, x: str, out: int, kernel: int, stride: int, prefix: str, i: int | str,
+             groups: int = 1) -> str:
     """conv{i} (no bias, 'same' padding) followed by bn{i}."""
-    x = b.conv2d(x, out, kernel, stride=stride, padding=kernel // 2, bias=False, name=f"{prefix}.conv{i}")
+    x = b.conv2d(x, out, kernel, stride=stride, padding=kernel // 2, groups=groups, bias=False,
+                 name=f"{prefix}.conv{i}")
     return b.batchnorm2d(x, name=f"{prefix}.bn{i}")
+
+
+def resnet_stem(b: WorkloadBuilder, x: str, prefix: str = "") -> str:
+    """torchvision's ResNet stem: conv1 7x7/2 (64), bn1, relu, maxpool 3x3/2 (names prefixed by ``prefix``)."""
+    x = b.conv2d(x, 64, 7, stride=2, padding=3, bias=False, name=f"{prefix}conv1")
+    x = b.batchnorm2d(x, name=f"{prefix}bn1")
+    x = b.activation(x, name=f"{prefix}relu")
+    return b.maxpool2d(x, 3, stride=2, padding=1, name=f"{prefix}maxpool")
+
+
+def resnet_stage(b: WorkloadBuilder, x: str, in_ch: int, planes: int, depth: int, stride: int, kind: str,
+                 prefix: str, width: int = 1, groups: int = 1) -> tuple[str, int]:
+    """``depth`` BasicBlocks or Bottlenecks (torchvision), the first with ``stride`` and a 1x1-conv + BN
+    downsample when the shape changes; ``width`` multiplies a bottleneck's inner channels and ``groups``
+    groups its 3x3 conv (ResNeXt). Returns the last layer and the output channels."""
+    expansion = 1 if kind == "basic" else 4
+    for j in range(depth):
+        p = f"{prefix}.{j}"
+        s = stride if j == 0 else 1
+        if kind == "basic":
+            y = b.activation(_conv_bn(b, x, planes, 3, s, p, 1), name=f"{p}.relu1")
+            y = _conv_bn(b, y, planes, 3, 1, p, 2)
+        else:
+            y = b.activation(_conv_bn(b, x, planes * width, 1, 1, p, 1), name=f"{p}.relu1")
+            y = b.activation(_conv_bn(b, y, planes * width, 3, s, p, 2, groups), name=f"{p}.relu2")
+            y = _conv_bn(b, y, planes * expansion, 1, 1, p, 3)
+        shortcut = x
+        if s != 1 or in_ch != planes * expansion:
+            shortcut = b.conv2d(x, planes * expansion, 1, stride=s, bias=False, name=f"{p}.downsample.0")
+            shortcut = b.batchnorm2d(shortcut, name=f"{p}.downsample.1")
+        x = b.add(y, shortcut, name=f"{p}.add")
+        x = b.activation(x, name=f"{p}.relu{2 if kind == 'basic' else 3}")
+        in_ch = planes * expansion
+    return x, in_ch
 
 
 def _resnet(arch: str, batch: Batch, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
     """torchvision ResNet: BasicBlock or Bottleneck stages, 1x1-conv + BN downsample shortcuts."""
     kind, depths = RESNET_CFGS[arch]
-    expansion = 1 if kind == "basic" else 4
     b = WorkloadBuilder(arch, (3, image_size, image_size))
-    x = b.conv2d("input", 64, 7, stride=2, padding=3, bias=False, name="conv1")
-    x = b.batchnorm2d(x, name="bn1")
-    x = b.activation(x, name="relu")
-    x = b.maxpool2d(x, 3, stride=2, padding=1, name="maxpool")
-    in_ch = 64
+    x, in_ch = resnet_stem(b, "input"), 64
     for stage, (planes, depth) in enumerate(zip((64, 128, 256, 512), depths), start=1):
-        for j in range(depth):
-            p = f"layer{stage}.{j}"
-            stride = 2 if stage > 1 and j == 0 else 1
-            if kind == "basic":
-                y = b.activation(_conv_bn(b, x, planes, 3, stride, p, 1), name=f"{p}.relu1")
-                y = _conv_bn(b, y, planes, 3, 1, p, 2)
-            else:
-                y = b.activation(_conv_bn(b, x, planes, 1, 1, p, 1), name=f"{p}.relu1")
-                y = b.activation(_conv_bn(b, y, planes, 3, stride, p, 2), name=f"{p}.relu2")
-                y = _conv_bn(b, y, planes * expansion, 1, 1, p, 3)
-            shortcut = x
-            if stride != 1 or in_ch != planes * expansion:
-                shortcut = b.conv2d(x, planes * expansion, 1, stride=stride, bias=False, name=f"{p}.downsample.0")
-                shortcut = b.batchnorm2d(shortcut, name=f"{p}.downsample.1")
-            x = b.add(y, shortcut, name=f"{p}.add")
-            x = b.activation(x, name=f"{p}.relu{2 if kind == 'basic' else 3}")
-            in_ch = planes * expansion
+        x, in_ch = resnet_stage(b, x, in_ch, planes, depth, 1 if stage == 1 else 2, kind, f"layer{stage}",
+                                WIDTH.get(arch, 1))
     x = b.adaptive_avgpool2d(x, 1, name="avgpool")
     x = b.flatten(x, name="flatten")
     b.linear(x, num_classes, name="fc")
@@ -191,5 +209,11 @@ def resnet152(*, batch: Batch, dtype: str = "fp32", phase: str = "training", ima
     return _resnet("resnet152", batch, dtype, phase, image_size, num_classes)
 
 
+def wide_resnet50_2(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+                    num_classes: Dimension = 1000) -> Workload:
+    """torchvision Wide ResNet-50-2 (Bottleneck x [3, 4, 6, 3], inner width doubled)."""
+    return _resnet("wide_resnet50_2", batch, dtype, phase, image_size, num_classes)
+
+
 MODELS = {f.__name__: f for f in (lenet, alexnet, vgg11, vgg13, vgg16, vgg19,
-                                  resnet18, resnet34, resnet50, resnet101, resnet152)}
+                                  resnet18, resnet34, resnet50, resnet101, resnet152, wide_resnet50_2)}

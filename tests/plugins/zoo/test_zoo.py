@@ -75,7 +75,8 @@ def test_builders_signature_and_registration():
     registered = {}
     zoo.optmap_register_workloads(register=lambda name, factory: registered.setdefault(name, factory))
     assert set(registered) == {"lenet", "alexnet", "vgg11", "vgg13", "vgg16", "vgg19",
-                               "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gnmt"}
+                               "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "wide_resnet50_2",
+                               "gnmt"}
     for name, build in registered.items():
         params = inspect.signature(build).parameters.values()
         assert all(p.kind is p.KEYWORD_ONLY and p.annotation is not p.empty for p in params), name
