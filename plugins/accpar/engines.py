@@ -10,8 +10,6 @@ from typing import Literal
 
 import numpy as np
 
-from optmap import chain_dp
-from optmap.chain_dp import Segment
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 from optmap.space import DesignSpace
@@ -62,26 +60,45 @@ def level_plans(
     ``types``; merge nodes take any layout; ``pinned`` (:func:`pinned_states`) narrows both to the
     user's fixed decisions. Ties go to the lowest type index, as in the authors' reference program.
     """
+    states, costs = batch_level_plans(model, {k: np.array([v], float) for k, v in shares.items()}, types, metric,
+                                      pinned)
+    return states[0], costs[0].tolist()
+
+
+def batch_level_plans(
+    model: AccParCostModel,
+    shares: dict[str, np.ndarray],
+    types: tuple[int, ...] = ALL_TYPES,
+    metric: str | None = None,
+    pinned: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`level_plans` for B share settings at once (``shares``: name → (B,) values): states
+    (B, levels, nodes) and DP costs (B, levels), row b equal to ``level_plans`` at row b's shares.
+
+    Each level's tables are computed for all rows in one pass from the tensor sizes the level
+    above left (carried down, not recomputed from the root), and solved by one batched DP.
+    """
     g = model.graph
+    batch = max((len(v) for v in shares.values()), default=1)
+    columns = {k: np.broadcast_to(np.asarray(v, float).reshape(-1, 1), (batch, 1)) for k, v in shares.items()}
     allowed = np.zeros((len(g.names), 3), bool)
     allowed[g.role == WEIGHTED] = np.isin(np.arange(3), types)
     allowed[g.role != WEIGHTED] = True
-    segments = [Segment(paths) for paths in g.segments]
-    states = np.zeros((model.hierarchy.depth, len(g.names)), int)
-    costs = []
-    for level in range(model.hierarchy.depth):
-        node, edge = model.chain_tables(level, states[:level], shares, metric)
+    solver = model.chain_dp()
+    depth = model.hierarchy.depth
+    states = np.zeros((batch, depth, len(g.names)), int)
+    costs = np.zeros((batch, depth))
+    classes = model.root_classes()
+    for level in range(depth):
+        node, edge = model.level_tables(level, classes, columns, metric or model.dp_metric)
         level_allowed = allowed if pinned is None else allowed & pinned[level]
         if pinned is not None and not level_allowed.any(1).all():  # a pin outside ``types``: the pin wins
             level_allowed = pinned[level]
         node = np.where(level_allowed, node, np.inf)
-        node_cost = dict(enumerate(node))
-        edge_cost = {}
-        for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v)):
-            edge_cost[(int(u), int(v))] = edge[e]
-        cost, chosen = chain_dp.solve(list(g.chain), segments, node_cost, edge_cost)
-        states[level] = [chosen[i] for i in range(len(g.names))]
-        costs.append(cost)
+        costs[:, level], states[:, level] = solver.solve(np.broadcast_to(node, (batch, *node.shape[1:])),
+                                                         np.broadcast_to(edge, (batch, *edge.shape[1:])))
+        if level + 1 < depth:
+            classes = model.descend(level, classes, states[:, level], columns)
     return states, costs
 
 
@@ -118,11 +135,10 @@ class AccParSearch(SearchEngine):
         grid = _share_grid(model)
         for _ in range(self.sweeps if len(names) > 1 else 1):
             for name in names:
-                candidates = []
-                for value in grid:
-                    trial = {**shares, name: float(value)}
-                    states, _ = level_plans(model, trial, pinned=pinned)
-                    candidates.append(model.plan_vector(states, trial))
+                trial = {**{k: np.full(len(grid), v) for k, v in shares.items()}, name: grid}
+                states, _ = batch_level_plans(model, trial, pinned=pinned)
+                candidates = [model.plan_vector(row, {k: float(v[i]) for k, v in trial.items()})
+                              for i, row in enumerate(states)]
                 F = evaluator(np.array(candidates))
                 shares[name] = float(grid[int(np.argmin(F[:, 0]))])
         states, costs = level_plans(model, shares, pinned=pinned)

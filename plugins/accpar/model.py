@@ -31,6 +31,7 @@ from optmap.space import DesignSpace, categorical, integer
 from optmap.system import System
 from optmap.workload import Workload
 
+from .dp import ChainDP
 from .graph import block_graph
 from .hierarchy import Hierarchy, Split, bisect
 from .tables import (
@@ -56,6 +57,15 @@ class _Class:
     d_out: np.ndarray
     share: np.ndarray  # this sub-array's share of the whole work
     scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
+
+
+@dataclass(frozen=True)
+class _Decisions:
+    """A level's states and what follows from them for every split of the level."""
+
+    state: np.ndarray  # (rows, nodes), or all three states on a leading axis
+    code: np.ndarray | None  # transition code of every edge (tables.transition_code)
+    masks: tuple[np.ndarray, np.ndarray, np.ndarray]  # node splits batch, in-channels, out-channels
 
 
 # Capability of this cost model that the layer-wise DP engines need: per-level node and
@@ -105,6 +115,8 @@ class AccParCostModel(CostModel):
         self.overlap, self.ratio_steps, self.share_scaling = overlap, ratio_steps, share_scaling
         self.check_memory, self.weight_copies = check_memory, weight_copies
         self.graph = block_graph(workload)
+        self._chain_dp: ChainDP | None = None
+        self._every_state: _Decisions | None = None
         self.hierarchy: Hierarchy = bisect(system)
         if mode == "comm_only" and self.hierarchy.ratios:
             raise OptmapError("accpar mode = \"comm_only\" follows the reference program, which assumes one accelerator kind")
@@ -151,41 +163,53 @@ class AccParCostModel(CostModel):
         own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
         return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
 
-    def _level(self, split: Split, dims: _Class, share0, state, state_u, state_v, children: bool):
-        """Per-node and per-edge cost of one split (slowest side), and the sides' shrunk dims.
-
-        Returns ((node elements, edge elements, node seconds, edge seconds), child dims per side).
-        ``state`` broadcasts against the node axis, ``state_u``/``state_v`` against the edges.
-        """
+    def _decisions(self, state, state_u=None, state_v=None) -> "_Decisions":
+        """What a level's states decide, once for all its splits: the nodes' states, the edges'
+        transitions (when ``state_u``/``state_v`` are given) and which dimension each node splits."""
         g = self.graph
-        intra = intra_elements(g.role, state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
-        received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
-        code = transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v)
         node_code = g.role * 3 + state
-        results, next_dims = [], []
+        code = None if state_u is None else np.ascontiguousarray(  # C order: edge sums add up as before
+            transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v))
+        masks = tuple(mask.ravel().take(node_code) for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT))
+        return _Decisions(state, code, masks)
+
+    def _sides(self, split: Split, dims: _Class, share0):
+        """Per side of ``split``: (side, share, share its tensor shapes see, cost weight)."""
         linear = self.share_scaling == "linear" and split.ratio is not None
         for side in range(1 if split.symmetric else 2):
             share = share0 if side == 0 else 1.0 - share0
             shape_share = 0.5 if linear else share  # "linear": amounts of the equal split...
             weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
+            yield side, share, shape_share, weight, linear
+
+    def _level(self, split: Split, dims: _Class, share0, decided: "_Decisions"):
+        """Per-node and per-edge cost of one split, the slowest side's (or both sides' sum):
+        (node elements, edge elements, node seconds, edge seconds)."""
+        g = self.graph
+        intra = intra_elements(g.role, decided.state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
+        received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
+        results = []
+        for side, share, shape_share, weight, linear in self._sides(split, dims, share0):
             side_intra = intra * weight if linear or np.ndim(weight) else intra
-            side_inter = received * inter_fraction_of(code, shape_share)
+            side_inter = received * inter_fraction_of(decided.code, shape_share)
             if linear or np.ndim(weight):
-                side_inter *= weight
+                side_inter = side_inter * weight  # B rows of weights may widen it
             seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
             results.append((side_intra, side_inter, side_intra * seconds, side_inter * seconds))
-            if children:
-                batch, d_in, d_out = (
-                    np.where(mask.ravel().take(node_code), shape_share, 1.0) if np.ndim(shape_share)
-                    else np.where(mask.ravel(), shape_share, 1.0).take(node_code)
-                    for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT)
-                )
-                next_dims.append(_Class(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
         combined = results[0]
         for other in results[1:]:
             pick = np.maximum if self.combine == "max" else np.add
             combined = tuple(pick(a, b) for a, b in zip(combined, other))
-        return combined, next_dims
+        return combined
+
+    def _shrink(self, split: Split, dims: _Class, share0, decided: "_Decisions") -> list[_Class]:
+        """Each side's tensor dimensions after ``split``: shrunk by its share along the dimension
+        its state splits (§3.2 SHRINK)."""
+        children = []
+        for _, share, shape_share, weight, _ in self._sides(split, dims, share0):
+            batch, d_in, d_out = (np.where(mask, shape_share, 1.0) for mask in decided.masks)
+            children.append(_Class(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
+        return children
 
     def _shares(self, split: Split, shares: dict[str, np.ndarray]):
         return split.share if split.ratio is None else shares[split.ratio]
@@ -201,37 +225,58 @@ class AccParCostModel(CostModel):
         ``previous`` holds the states chosen at the levels above (level, nodes), which fix the
         tensor shapes this level sees. ``metric`` is "time" (seconds) or "comm_elements".
         """
-        metric = metric or self.dp_metric
-        dims = self._class_dims(np.asarray(previous, int)[None], {k: np.array([[v]]) for k, v in shares.items()}, level)
-        state = np.arange(3)[:, None]
-        state_u, state_v = np.arange(3)[:, None, None], np.arange(3)[None, :, None]
-        node = np.zeros((3, len(self.graph.names)))
-        edge = np.zeros((3, 3, len(self.graph.edge_u)))
+        columns = {k: np.array([[v]]) for k, v in shares.items()}
+        node, edge = self.level_tables(level, self._class_dims(np.asarray(previous, int)[None], columns, level),
+                                       columns, metric or self.dp_metric)
+        return node[0], edge[0]
+
+    def chain_dp(self) -> ChainDP:
+        """The batched layer DP over this model's block graph (built once)."""
+        if self._chain_dp is None:
+            self._chain_dp = ChainDP(self.graph)
+        return self._chain_dp
+
+    def root_classes(self) -> list[_Class]:
+        """The sub-array classes at level 0 (the whole array), for :meth:`level_tables`."""
+        return [self._root()]
+
+    def level_tables(self, level: int, classes: list[_Class], shares: dict[str, np.ndarray], metric: str):
+        """Node costs (B, nodes, 3) and edge costs (B, edges, 3, 3) of ``level`` for B rows whose
+        levels above left the sub-array ``classes`` (:meth:`descend`); ``shares`` are (B, 1)
+        columns, one per heterogeneous split (B = 1 broadcasts)."""
+        n_nodes, n_edges = len(self.graph.names), len(self.graph.edge_u)
+        every = self._every_state
+        if every is None:  # all states at once: node states on a leading axis, edge transitions on two
+            every = self._every_state = self._decisions(
+                np.arange(3)[:, None, None], np.arange(3)[:, None, None, None], np.arange(3)[None, :, None, None])
+        node, edge = np.zeros((3, 1, n_nodes)), np.zeros((3, 3, 1, n_edges))
         offset = 0 if metric == "comm_elements" else 2
         for split in self.hierarchy.splits[level]:
-            share = self._shares(split, {k: np.array([[v]]) for k, v in shares.items()})
-            combined, _ = self._level(split, dims[split.parent], share, state, state_u, state_v, False)
-            node = np.maximum(node, combined[offset])
+            combined = self._level(split, classes[split.parent], self._shares(split, shares), every)
+            node = np.maximum(node, combined[offset])  # sub-arrays of a level run in parallel
             edge = np.maximum(edge, combined[offset + 1])
-        return node.T, np.moveaxis(edge, -1, 0)
+        return np.moveaxis(node, 0, -1), np.moveaxis(edge, (0, 1), (-2, -1))
+
+    def descend(self, level: int, classes: list[_Class], states: np.ndarray, shares: dict[str, np.ndarray]):
+        """The classes of level ``level + 1`` after rows with ``states`` (B, nodes) at ``level``."""
+        decided = self._decisions(states)
+        next_classes: list[_Class | None] = [None] * len(self.hierarchy.classes[level + 1])
+        for split in self.hierarchy.splits[level]:
+            for child, dims in zip(split.children, self._shrink(split, classes[split.parent],
+                                                               self._shares(split, shares), decided)):
+                next_classes[child] = dims
+        return next_classes
 
     def _class_dims(self, states: np.ndarray, shares: dict[str, np.ndarray], upto: int) -> list[_Class]:
         """Class dimensions at level ``upto`` for plans ``states`` (N, levels, nodes)."""
-        classes = [self._root()]
+        classes = self.root_classes()
         for h in range(upto):
-            state = states[:, h, :]
-            next_classes: list[_Class | None] = [None] * len(self.hierarchy.classes[h + 1])
-            for split in self.hierarchy.splits[h]:
-                _, children = self._level(split, classes[split.parent], self._shares(split, shares), state,
-                                          state[:, self.graph.edge_u], state[:, self.graph.edge_v], True)
-                for child, dims in zip(split.children, children):
-                    next_classes[child] = dims
-            classes = next_classes
+            classes = self.descend(h, classes, states[:, h, :], shares)
         return classes
 
     # --- whole-plan evaluation ----------------------------------------------------------------
     def _decode(self, X: np.ndarray):
-        states = X[:, self._state_columns].astype(int)
+        states = np.ascontiguousarray(X[:, self._state_columns], dtype=int)  # C order: row sums as before
         shares = {name: X[:, [col]] / self.ratio_steps for name, col in self._ratio_columns.items()}
         return states, shares
 
@@ -246,18 +291,16 @@ class AccParCostModel(CostModel):
         leaves: list[tuple[_Class, object]] = []
         for h, level_splits in enumerate(self.hierarchy.splits):
             state = states[:, h, :]
-            state_u, state_v = state[:, g.edge_u], state[:, g.edge_v]
-            # node elements, edge elements, node seconds, edge seconds
-            level = [np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u))),
-                     np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u)))]
+            decided = self._decisions(state, state[:, g.edge_u], state[:, g.edge_v])
+            level = None  # node elements, edge elements, node seconds, edge seconds
             next_classes: list = [None] * len(self.hierarchy.classes[h + 1])
             for split in level_splits:
-                combined, children = self._level(split, classes[split.parent], self._shares(split, shares),
-                                                 state, state_u, state_v, True)
-                for total, part in zip(level, combined):
-                    np.maximum(total, part, out=total)  # sub-arrays of a level run in parallel
-                for child, dims in zip(split.children, children):
-                    next_classes[child] = dims
+                dims, share = classes[split.parent], self._shares(split, shares)
+                combined = self._level(split, dims, share, decided)
+                # sub-arrays of a level run in parallel: the slowest sets each node's and edge's pace
+                level = combined if level is None else tuple(np.maximum(a, b) for a, b in zip(level, combined))
+                for child, child_dims in zip(split.children, self._shrink(split, dims, share, decided)):
+                    next_classes[child] = child_dims
             level_node, level_edge = (level[0], level[2]), (level[1], level[3])
             per_level["comm_elements"].append(level_node[0].sum(1) + level_edge[0].sum(1))
             per_level["comm_time"].append(level_node[1].sum(1) + level_edge[1].sum(1))

@@ -77,11 +77,18 @@ def transition_code(role_u, state_u, role_v, state_v):
 
 
 def inter_fraction_of(code, share) -> np.ndarray:
-    """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r."""
+    """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r.
+
+    An array ``share`` (one per plan, trailing axis of length 1) is turned into one table of all
+    transitions per plan, then gathered: one pass over the edges instead of five.
+    """
     if np.ndim(share) == 0:
         return (CROSS_TERMS * share * (1 - share) + FULL_TERMS * (1 - share)).take(code)
     rest = 1.0 - share
-    return CROSS_TERMS.take(code) * (share * rest) + FULL_TERMS.take(code) * rest
+    table = CROSS_TERMS * (share * rest) + FULL_TERMS * rest  # (..., 36): every transition, per plan
+    code = np.asarray(code)
+    table = table.reshape((1,) * (code.ndim - table.ndim) + table.shape)
+    return np.take_along_axis(table, code, axis=-1)
 
 
 def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
@@ -95,7 +102,7 @@ def intra_elements(role, state, batch, d_in, d_out, kernel, s_in, s_out) -> np.n
     weights = d_in * d_out * (kernel * weighted)  # Type-I: A(W_l), gradient phase (Eq. 4)
     outputs = batch * d_out * (s_out * weighted)  # Type-II: A(F_{l+1}), forward phase (Eq. 5)
     errors = batch * d_in * (s_in * weighted)  # Type-III: A(E_l), backward phase (Eq. 6)
-    return np.choose(state, np.broadcast_arrays(weights, outputs, errors))
+    return np.where(state == TYPE_I, weights, np.where(state == TYPE_II, outputs, errors))
 
 
 def table6_flops(batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
