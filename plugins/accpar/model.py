@@ -20,7 +20,7 @@ and costs in communicated elements (metric ``comm_elements``) per level summed o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -42,9 +42,10 @@ from .tables import (
     TYPE_NAMES,
     WEIGHTED,
     inter_fraction_of,
-    transition_code,
-    intra_elements,
+    intra_from,
+    intra_operands,
     table6_flops,
+    transition_code,
 )
 
 
@@ -61,12 +62,17 @@ class _Class:
 
 @dataclass(frozen=True)
 class _Decisions:
-    """A level's states and what follows from them for every split of the level."""
+    """A level's states and what follows from them, computed once for every split of the level."""
 
     state: np.ndarray  # (rows, nodes), or all three states on a leading axis
     code: np.ndarray | None  # transition code of every edge (tables.transition_code)
     masks: tuple[np.ndarray, np.ndarray, np.ndarray]  # node splits batch, in-channels, out-channels
+    operands: tuple  # Table 4's factors per node (tables.intra_operands)
+    factors: dict = field(default_factory=dict)  # shrink factors per fixed share (filled on use)
 
+
+# Elements of one (rows, nodes + edges) array in a scoring pass; sets the rows per pass.
+CHUNK_ELEMENTS = 1 << 15
 
 # Capability of this cost model that the layer-wise DP engines need: per-level node and
 # transition cost tables (``chain_tables``) over the block view.
@@ -163,7 +169,7 @@ class AccParCostModel(CostModel):
         own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
         return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
 
-    def _decisions(self, state, state_u=None, state_v=None) -> "_Decisions":
+    def _decisions(self, state, state_u=None, state_v=None) -> _Decisions:
         """What a level's states decide, once for all its splits: the nodes' states, the edges'
         transitions (when ``state_u``/``state_v`` are given) and which dimension each node splits."""
         g = self.graph
@@ -171,7 +177,7 @@ class AccParCostModel(CostModel):
         code = None if state_u is None else np.ascontiguousarray(  # C order: edge sums add up as before
             transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v))
         masks = tuple(mask.ravel().take(node_code) for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT))
-        return _Decisions(state, code, masks)
+        return _Decisions(state, code, masks, intra_operands(g.role, state, g.kernel, g.s_in, g.s_out))
 
     def _sides(self, split: Split, dims: _Class, share0):
         """Per side of ``split``: (side, share, share its tensor shapes see, cost weight)."""
@@ -182,32 +188,47 @@ class AccParCostModel(CostModel):
             weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
             yield side, share, shape_share, weight, linear
 
-    def _level(self, split: Split, dims: _Class, share0, decided: "_Decisions"):
+    def _level(self, split: Split, dims: _Class, share0, decided: _Decisions):
         """Per-node and per-edge cost of one split, the slowest side's (or both sides' sum):
         (node elements, edge elements, node seconds, edge seconds)."""
         g = self.graph
-        intra = intra_elements(g.role, decided.state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
-        received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
-        results = []
+        intra = intra_from(decided.operands, dims.batch, dims.d_in, dims.d_out)
+        received = (dims.batch * dims.d_in * g.s_in).take(g.edge_v, axis=-1)  # A(F_l) of the consumer (ref. program)
+        pick = np.maximum if self.combine == "max" else np.add
+        nodes, edges, same = [], [], True
         for side, share, shape_share, weight, linear in self._sides(split, dims, share0):
-            side_intra = intra * weight if linear or np.ndim(weight) else intra
-            side_inter = received * inter_fraction_of(decided.code, shape_share)
-            if linear or np.ndim(weight):
-                side_inter = side_inter * weight  # B rows of weights may widen it
             seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
-            results.append((side_intra, side_inter, side_intra * seconds, side_inter * seconds))
-        combined = results[0]
-        for other in results[1:]:
-            pick = np.maximum if self.combine == "max" else np.add
-            combined = tuple(pick(a, b) for a, b in zip(combined, other))
-        return combined
+            inter = received * inter_fraction_of(decided.code, shape_share)
+            if linear or np.ndim(weight):
+                nodes.append((intra * weight, seconds))
+                inter = inter * weight  # B rows of weights may widen it
+                same = False
+            else:
+                nodes.append((intra, seconds))
+            edges.append((inter, inter * seconds))
+        if same and (len(nodes) == 1 or self.combine == "max"):
+            # both sides fetch the same Table 4 amounts: max(a·s0, a·s1) = a·max(s0, s1) exactly
+            node = (intra, intra * max(seconds for _, seconds in nodes))
+        else:
+            node = (nodes[0][0], nodes[0][0] * nodes[0][1])
+            for amount, seconds in nodes[1:]:
+                node = (pick(node[0], amount), pick(node[1], amount * seconds))
+        edge = edges[0]
+        for other in edges[1:]:
+            edge = (pick(edge[0], other[0]), pick(edge[1], other[1]))
+        return node[0], edge[0], node[1], edge[1]
 
-    def _shrink(self, split: Split, dims: _Class, share0, decided: "_Decisions") -> list[_Class]:
+    def _shrink(self, split: Split, dims: _Class, share0, decided: _Decisions) -> list[_Class]:
         """Each side's tensor dimensions after ``split``: shrunk by its share along the dimension
         its state splits (§3.2 SHRINK)."""
         children = []
         for _, share, shape_share, weight, _ in self._sides(split, dims, share0):
-            batch, d_in, d_out = (np.where(mask, shape_share, 1.0) for mask in decided.masks)
+            factors = decided.factors.get(shape_share) if np.ndim(shape_share) == 0 else None
+            if factors is None:
+                factors = tuple(np.where(mask, shape_share, 1.0) for mask in decided.masks)
+                if np.ndim(shape_share) == 0:
+                    decided.factors[shape_share] = factors  # the same for every split of the level
+            batch, d_in, d_out = factors
             children.append(_Class(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
         return children
 
@@ -276,7 +297,7 @@ class AccParCostModel(CostModel):
 
     # --- whole-plan evaluation ----------------------------------------------------------------
     def _decode(self, X: np.ndarray):
-        states = np.ascontiguousarray(X[:, self._state_columns], dtype=int)  # C order: row sums as before
+        states = X.take(self._state_columns, axis=1).astype(int)  # C order: row sums add up as before
         shares = {name: X[:, [col]] / self.ratio_steps for name, col in self._ratio_columns.items()}
         return states, shares
 
@@ -291,7 +312,7 @@ class AccParCostModel(CostModel):
         leaves: list[tuple[_Class, object]] = []
         for h, level_splits in enumerate(self.hierarchy.splits):
             state = states[:, h, :]
-            decided = self._decisions(state, state[:, g.edge_u], state[:, g.edge_v])
+            decided = self._decisions(state, state.take(g.edge_u, axis=1), state.take(g.edge_v, axis=1))
             level = None  # node elements, edge elements, node seconds, edge seconds
             next_classes: list = [None] * len(self.hierarchy.classes[h + 1])
             for split in level_splits:
@@ -351,8 +372,17 @@ class AccParCostModel(CostModel):
         """Each level's own cost (``comm_time`` or ``comm_elements``) for every row: (N, levels)."""
         return np.column_stack(self._evaluate(X, detail=True)["per_level"][metric])
 
-    def evaluate_batch(self, X: np.ndarray, chunk: int = 2048) -> dict[str, np.ndarray]:
-        """Score every row of X, vectorised over cache-sized chunks of rows."""
+    @property
+    def chunk_rows(self) -> int:
+        """Rows scored per pass: enough that one (rows, nodes + edges) array of float64 fills
+        about :data:`CHUNK_ELEMENTS` (256 KB, half a core's L2 cache here), so the twenty-odd
+        arrays a level makes stay in cache; more rows only add memory traffic."""
+        per_row = len(self.graph.names) + len(self.graph.edge_u)
+        return int(min(4096, max(64, CHUNK_ELEMENTS // max(1, per_row))))
+
+    def evaluate_batch(self, X: np.ndarray, chunk: int | None = None) -> dict[str, np.ndarray]:
+        """Score every row of X, vectorised over cache-sized chunks of rows (:attr:`chunk_rows`)."""
+        chunk = chunk or self.chunk_rows
         parts = [self._evaluate(X[start:start + chunk]) for start in range(0, len(X), chunk)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
