@@ -19,6 +19,8 @@ def add_parser(commands) -> dict:
     parser.add_argument("--seed", type=seed_argument, help="random seed (default: the file's [search] seed)")
     parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--layers", choices=("top", "all"), default="top",
+                        help="per-layer table: the most expensive layers of a long network (top, default) or all")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint (ga, optuna) or join the stored Optuna study")
     parser.add_argument("--checkpoint", metavar="FILE", help="checkpoint file of a resumable engine "
@@ -33,7 +35,7 @@ def add_parser(commands) -> dict:
 
 
 def run(args) -> int:
-    from optmap.report import console, layer_table, report_tables, result_table, write_json
+    from optmap.report import LAYER_ROWS, console, layer_table, report_tables, result_table, write_json
     from optmap.run import SearchFailed, solve
 
     problem = load_problem(args)
@@ -56,7 +58,7 @@ def run(args) -> int:
     write_json(out, {"problem": problem.spec, **result.to_json()})
     terminal = console()
     terminal.print(result_table(result))
-    layers = layer_table(result)
+    layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
     if not args.quiet:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)
