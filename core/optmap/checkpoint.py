@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from optmap.errors import OptmapError
+from optmap.output import atomic_write, json_text
 
 FORMAT = "optmap-checkpoint/1"
 
@@ -99,10 +100,13 @@ class Checkpoint:
             "evaluator": evaluator.state(),
             "engine": engine_state,
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(payload))
-        os.replace(temporary, self.path)
+        try:
+            atomic_write(self.path, json_text(payload, indent=None))
+        except OSError as exc:  # the search goes on; its result is saved elsewhere if need be
+            print(f"warning: checkpoint {self.path} cannot be written ({exc.strerror or exc}); the search goes on "
+                  f"without checkpoints", file=sys.stderr)
+            self.path = None
+            return
         self.saves += 1
         self._last = time.perf_counter()
 

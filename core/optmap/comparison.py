@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import json
+import io
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -57,29 +56,26 @@ class Comparison:
             "runs": [run.to_json() for run in self.runs],
         }
 
-    def write_json(self, path: str | Path) -> Path:
-        """The table and every run (mapping, report, history) in one file."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=1, default=float))
-        return path
+    def json_text(self) -> str:
+        """The table and every run (mapping, report, history), as strict JSON."""
+        from optmap.output import json_text
 
-    def write_csv(self, path: str | Path) -> tuple[Path, Path]:
-        """The table to ``path`` and every run's history to ``<path stem>.history.csv``."""
-        path = Path(path)
-        with open(path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(self.rows[0]))
-            writer.writeheader()
-            writer.writerows(self.rows)
-        history = path.with_name(path.stem + ".history.csv")
-        with open(history, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(["engine", "seed", "evaluations", "seconds", f"best_{self.objective}"])
-            for run in self.runs:
-                writer.writerows([run.engine, run.seed, h.evaluations, h.seconds, h.best] for h in run.history)
-        return path, history
+        return json_text(self.to_json())
 
-    def plot(self, path: str | Path) -> Path:
-        """Best-so-far against evaluations, one line per engine.
+    def csv_texts(self) -> tuple[str, str]:
+        """The table, and every run's best-so-far history, as CSV texts."""
+        table, history = io.StringIO(), io.StringIO()
+        writer = csv.DictWriter(table, fieldnames=list(self.rows[0]))
+        writer.writeheader()
+        writer.writerows(self.rows)
+        rows = csv.writer(history)
+        rows.writerow(["engine", "seed", "evaluations", "seconds", f"best_{self.objective}"])
+        for run in self.runs:
+            rows.writerows([run.engine, run.seed, h.evaluations, h.seconds, h.best] for h in run.history)
+        return table.getvalue(), history.getvalue()
+
+    def plot(self) -> bytes:
+        """A PNG of best-so-far against evaluations, one line per engine.
 
         The line is the median over seeds (band: min to max); an engine that scores a single
         plan (a fixed plan, a DP) is a dashed horizontal line at its value.
@@ -120,9 +116,10 @@ class Comparison:
         axes.set_title(f"{self.problem} ({self.best_known_source} {self.best_known:.5g})", fontsize=10)
         axes.legend(fontsize=8)
         figure.tight_layout()
-        figure.savefig(path, dpi=120)
+        image = io.BytesIO()
+        figure.savefig(image, format="png", dpi=120)
         plt.close(figure)
-        return Path(path)
+        return image.getvalue()
 
 
 def _best_at(run: SearchResult, grid: np.ndarray) -> np.ndarray:

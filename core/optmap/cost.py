@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Mapping as TMapping
+from typing import Any
+from typing import Mapping as TMapping
 
 import numpy as np
 
@@ -82,6 +83,12 @@ class CostModel(ABC):
       :meth:`evaluate_batch` is vectorised; a formulation's own names for native engines);
     - ``primary_metric``: the metric a problem optimises when its file has no ``[objective]``;
     - ``senses``: ``{"throughput": "max"}`` for metrics where more is better (default: min);
+    - ``default_engine``: the engine a problem uses when its file names none (a native one);
+    - ``units``: a metric's unit where its name does not say it (see :func:`unit`);
+    - ``topologies`` / ``system_options``: the topologies and ``[system]`` options the model
+      prices, when it does not read the whole system through its routing: anything else a user
+      writes is refused at load, never silently ignored (``System.options_given`` says what the
+      file set);
     - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
     - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
     """
@@ -90,6 +97,10 @@ class CostModel(ABC):
     metrics: tuple[str, ...]
     capabilities: frozenset[str] = frozenset()
     senses: TMapping[str, str] = {}
+    default_engine: str | None = None  # the engine a problem without [search] engine uses
+    units: TMapping[str, str] = {}  # metric -> unit, where the name's SI convention does not say it
+    topologies: tuple[str, ...] | None = None  # the topologies it can price (None: any)
+    system_options: tuple[str, ...] | None = None  # the [system] options it prices (None: all)
 
     @property
     def primary_metric(self) -> str:
@@ -128,6 +139,19 @@ def primary_metric(model: Any) -> str:
 def sense(model: Any, metric: str) -> str:
     """``"max"`` if more of ``metric`` is better for this model, else ``"min"``."""
     return dict(getattr(model, "senses", {}) or {}).get(metric, "min")
+
+
+_SUFFIX_UNITS = (("bytes", "B"), ("flops", "FLOP"), ("elements", "elements"), ("time", "s"), ("_s", "s"),
+                 ("period", "s"), ("seconds", "s"), ("throughput", "1/s"), ("watts", "W"), ("joules", "J"))
+
+
+def unit(model: Any, metric: str) -> str:
+    """The unit of ``metric``: the model's ``units`` entry, else read from the name's SI convention
+    (``*time``, ``*_s`` seconds, ``*bytes`` bytes, ...); "" for ratios and counts."""
+    declared = dict(getattr(model, "units", {}) or {})
+    if metric in declared:
+        return declared[metric]
+    return next((u for suffix, u in _SUFFIX_UNITS if metric.endswith(suffix)), "")
 
 
 def evaluate_rows(model: Any, X: np.ndarray) -> dict[str, np.ndarray]:

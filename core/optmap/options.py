@@ -3,10 +3,12 @@
 pydantic builds a model from the signature, so a plugin author declares options once, as
 ordinary typed parameters with defaults, and gets validation, clear errors and a JSON Schema.
 
-Validation is pydantic's lax mode (a TOML list fills a ``tuple`` option, ``32.0`` fills an
-``int``), except that ``true``/``false`` never count as numbers. The first problem is reported
-as one line: unknown keys first (a misspelt key also shows up as a missing one), then missing
-required keys, then wrong values; unknown keys come with a suggestion and the list of valid keys.
+TOML is typed, and its types are taken strictly (pydantic's strict mode): a string is not a
+number (``batch = "256"``), a number is not a boolean (``check_memory = 0``), ``32.0`` is not an
+``int``; an integer fills a ``float`` and a TOML array fills a ``tuple``. NaN and infinity are
+refused everywhere. The first problem is reported as one line: unknown keys first (a misspelt
+key also shows up as a missing one), then missing required keys, then wrong values; unknown keys
+come with a suggestion and the list of valid keys.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import math
 import types
 import typing
 from typing import Any, Callable
@@ -62,7 +65,7 @@ def options_model(factory: Callable, skip: int = 0):
     """A pydantic model of ``factory``'s options (its parameters after the first ``skip``)."""
     import pydantic
 
-    config = pydantic.ConfigDict(extra="forbid", strict=False, arbitrary_types_allowed=True)
+    config = pydantic.ConfigDict(extra="forbid", strict=True, arbitrary_types_allowed=True)
     name = getattr(factory, "__name__", "Options")
     return pydantic.create_model(f"{name}Options", __config__=config, **option_fields(factory, skip))
 
@@ -96,7 +99,7 @@ def _plain_value(annotation: Any, value: Any) -> Any:
         return value if annotation is bool else _UNSURE
     if annotation is int and type(value) is int or annotation is str and type(value) is str:
         return value
-    if annotation is float and type(value) in (int, float):
+    if annotation is float and type(value) in (int, float) and math.isfinite(value):
         return float(value)
     return _UNSURE
 
@@ -105,8 +108,9 @@ _UNSURE = object()
 
 
 def _plain_options(factory: Callable, skip: int, options: dict[str, Any]) -> dict[str, Any] | None:
-    """The validated options when every given value is plainly right for its annotation, without
-    building a pydantic model (a tenth of a second per process); None when pydantic must judge."""
+    """The validated options when every given value is plainly right for its annotation (strict
+    TOML types, finite, within its bounds), without building a pydantic model (a tenth of a
+    second per process); None when pydantic must judge, and word any error."""
     fields = option_fields(factory, skip)
     if any(key not in fields for key in options):
         return None
@@ -166,9 +170,36 @@ def _describe(error: dict, valid: list[str]) -> str:
         return unknown_key(location, valid)
     if error["type"] == "missing":
         return f"missing required key '{location}'; {_valid(valid)}"
+    given = error.get("input")
+    if error["type"] == "greater_than_equal" and error.get("ctx", {}).get("ge") == 1 and isinstance(given, int):
+        return f"key '{location}': {location} must be a positive integer, got {_short(given)}"
     message = " ".join(str(error["msg"]).split())
     message = message[:1].lower() + message[1:]
-    return f"key '{location}': {message}, got {_short(error.get('input'))}"
+    if isinstance(given, str) and error["type"] in ("int_type", "float_type", "int_parsing", "float_parsing"):
+        message += " (a string: write numbers without quotes)"
+    return f"key '{location}': {message}, got {_short(given)}"
+
+
+def _has_tuple(annotation: Any) -> bool:
+    """True when ``annotation`` (through Annotated, Optional and unions) is a tuple type."""
+    origin = typing.get_origin(annotation)
+    if origin is tuple or annotation is tuple:
+        return True
+    return any(_has_tuple(arg) for arg in typing.get_args(annotation) if arg is not Ellipsis)
+
+
+def _arrays_as_tuples(value: Any) -> Any:
+    return tuple(_arrays_as_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    return False
 
 
 def _is_number_annotation(annotation: Any) -> bool:
@@ -201,10 +232,17 @@ def validate_options(
         message = " ".join(f"{type(exc).__name__}: {exc}".split())
         raise OptmapError(f"{what}: cannot read the factory's options from its signature ({message})") from exc
     valid = sorted(set(model.model_fields) | set(section_keys))
+    options = dict(options)
     for key, value in options.items():
         field = model.model_fields.get(key)
-        if isinstance(value, bool) and field is not None and _is_number_annotation(field.annotation):
+        if field is None:
+            continue
+        if isinstance(value, bool) and _is_number_annotation(field.annotation):
             raise OptmapError(f"{what}: key '{key}' must be a number, got {str(value).lower()}")
+        if _non_finite(value):
+            raise OptmapError(f"{what}: key '{key}' must be finite, got {_short(value)} (nan and inf are not values)")
+        if isinstance(value, list) and _has_tuple(field.annotation):
+            options[key] = _arrays_as_tuples(value)
     try:
         validated = model.model_validate(options)
     except pydantic.ValidationError as exc:

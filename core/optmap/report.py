@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search import SearchResult
@@ -29,14 +25,35 @@ def fmt(value: Any) -> str:
     return f"{value:,.4g}"
 
 
+def _label(result: SearchResult, name: str) -> str:
+    """``time (s)``; an objective also says which way it goes: ``throughput (1/s, max)``."""
+    parts = [u for u in (result.units.get(name, ""),) if u]
+    if name in result.values:
+        parts.append(result.sense(name))
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
+def _plan_rows(plan: dict[str, Any]):
+    """A plan's scalar entries and tables of scalars (e.g. AccPar's heterogeneous shares)."""
+    for key, value in plan.items():
+        if isinstance(value, (int, float, str, bool)):
+            yield key, value
+        elif isinstance(value, dict) and value and all(isinstance(v, (int, float, str, bool)) for v in value.values()):
+            yield from ((str(k) if "[" in str(k) else f"{key}[{k}]", v) for k, v in value.items())
+
+
 def result_table(result: SearchResult) -> Table:
     table = Table(title=f"{result.engine} (seed {result.seed}): {result.stopped}", show_header=False)
+    table.add_column(overflow="fold")
+    table.add_column(overflow="fold")
     for name, value in result.values.items():
-        table.add_row(f"[bold]{name}[/bold]", fmt(value))
+        table.add_row(f"[bold]{_label(result, name)}[/bold]", fmt(value))
     if result.report is not None:
         for name, value in result.report.metrics.items():
             if name not in result.values:
-                table.add_row(name, fmt(value))
+                table.add_row(_label(result, name), fmt(value))
+        for name, value in _plan_rows(result.report.plan):
+            table.add_row(name, fmt(value))
     table.add_row("evaluations", fmt(result.evaluations))
     table.add_row("seconds", fmt(result.seconds))
     for name, value in result.extra.items():
@@ -95,18 +112,11 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
     table = Table(title=title)
     if not rows:
         return table
-    for key in rows[0]:
-        table.add_column(key, justify="left" if isinstance(rows[0][key], str) else "right")
+    for key in rows[0]:  # fold rather than cut: a number must never read "1.…"
+        table.add_column(key, justify="left" if isinstance(rows[0][key], str) else "right", overflow="fold")
     for row in rows:
         table.add_row(*(fmt(value) for value in row.values()))
     return table
-
-
-def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=1, default=float))
-    return path
 
 
 def console(stderr: bool = False) -> Console:

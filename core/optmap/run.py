@@ -19,7 +19,8 @@ from optmap.errors import OptmapError
 from optmap.host import call_with_options
 from optmap.problem import Problem
 from optmap.search import Budget, Evaluator, SearchResult
-from optmap.search.engine import misfit, missing as engine_missing
+from optmap.search.engine import misfit
+from optmap.search.engine import missing as engine_missing
 
 
 class SearchFailed(OptmapError):
@@ -120,7 +121,7 @@ def solve(
             problem.cost_model,
             problem.objectives,
             problem.constraints,
-            budget or problem.search.budget,
+            (budget or problem.search.budget).or_default(),
             progress,
             batch_evaluate=batch_evaluate,
             checkpoint=state,
@@ -131,7 +132,11 @@ def solve(
         )
         stored = state.load()
         if stored is not None:
-            evaluator.restore(stored["evaluator"])
+            try:
+                evaluator.restore(stored["evaluator"])
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise OptmapError(f"checkpoint {state.path} is damaged ({type(exc).__name__}: {exc}); delete it or "
+                                  f"run without --resume") from None
         return _run(search_engine, name, seed, evaluator)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 from optmap.space import DesignSpace
@@ -56,7 +56,7 @@ class AccParSearch(SearchEngine):
     accepts = (AccParCostModel,)
     exact = False  # optimal per level for fixed shares; levels are solved one after another (§5.1)
 
-    def __init__(self, *, ratio: Literal["search", "equal"] = "search", sweeps: int = 2) -> None:
+    def __init__(self, *, ratio: Literal["search", "equal"] = "search", sweeps: ints(1, 100) = 2) -> None:
         """``ratio``: how the share of a heterogeneous split is chosen (note §3.4). "search" runs
         the DP for every share on the cost model's grid and keeps the plan it scores best (option
         c). Eq. 10 balances the two sides assuming costs linear in the share; where they are

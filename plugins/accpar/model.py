@@ -11,8 +11,11 @@ fetches its intra-layer partial sums (Table 4) and inter-layer conversions (Tabl
 slowest side sets the pace (the synchronous critical path, note §6.2); each side's tensors then
 shrink by its share along the dimension its type splits (§3.2 SHRINK). Level costs add (the
 reference program's rule, note §6.6). Computation is counted once, at the leaves: a leaf's share
-of every layer's Table 6 FLOPs over its FLOP/s. Compute and communication add (Eq. 9) unless
-``overlap`` is set.
+of every layer's Table 6 FLOPs over its FLOP/s (Eq. 8). A leaf whose accelerator carries a
+measured calibration is priced instead by the shared compute model on the shard it computes
+(:class:`optmap.compute.step.StepModel`: the layer's passes, the element-wise layers it owns,
+its weights' optimizer traffic; the step no shorter than its host dispatch); ``compute =
+"peak"`` keeps Eq. 8 everywhere. Compute and communication add (Eq. 9) unless ``overlap`` is set.
 
 ``mode = "comm_only"`` reproduces the authors' reference program: no computation, equal shares,
 and costs in communicated elements (metric ``comm_elements``) per level summed over levels.
@@ -24,6 +27,9 @@ from typing import Literal
 
 import numpy as np
 
+from optmap.bounds import ints
+from optmap.compute import calibration_of
+from optmap.compute.step import Optimizer, StepModel
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
@@ -51,6 +57,7 @@ class AccParCostModel(LevelCosts, CostModel):
 
     formulation = "AccPar's formulation ([cost] model = \"accpar\")"
     capabilities = frozenset({BATCH, LAYER_CHAIN_TABLES})
+    default_engine = "accpar"
 
     def __init__(
         self,
@@ -63,9 +70,11 @@ class AccParCostModel(LevelCosts, CostModel):
         flops: Literal["table6", "2mac"] = "table6",
         overlap: bool = False,
         share_scaling: Literal["tables", "linear"] = "tables",
-        ratio_steps: int = 60,
+        ratio_steps: ints(2, 1000) = 60,
         check_memory: bool = True,
-        weight_copies: int = 3,
+        weight_copies: ints(1, 64) = 3,
+        compute: Literal["auto", "peak"] = "auto",
+        optimizer: Optimizer = "sgd",
     ) -> None:
         """Options (note §6 decisions): ``bandwidth`` divides a side's transfer by its own network
         bandwidth (Eq. 7, b_i), its partner's (Fig. 2 text, b_j) or the smaller; ``combine`` takes
@@ -78,7 +87,10 @@ class AccParCostModel(LevelCosts, CostModel):
         share / (1/2), as Eq. 10 assumes; ``ratio_steps`` is the grid
         of the heterogeneous share (60 makes 0.3 and 1/3 exact); ``check_memory`` marks a mapping
         infeasible when a leaf's weights × ``weight_copies`` (weights, gradients, optimizer state)
-        plus stored activations exceed its memory (the paper does not check capacity, §6.8)."""
+        plus stored activations exceed its memory (the paper does not check capacity, §6.8);
+        ``compute``: "auto" prices a leaf with a measured accelerator by the shared compute model
+        (module docstring), "peak" keeps Eq. 8 (FLOPs over peak) for every accelerator;
+        ``optimizer`` (sgd, momentum, adam) sets the weight-update traffic the measured model adds."""
         if workload.phase != "training":
             raise OptmapError("accpar models training (forward, backward, gradient); set [workload] phase = \"training\"")
         if ratio_steps < 2:
@@ -87,9 +99,13 @@ class AccParCostModel(LevelCosts, CostModel):
         self.mode, self.bandwidth, self.combine = mode, bandwidth, combine
         self.overlap, self.ratio_steps, self.share_scaling = overlap, ratio_steps, share_scaling
         self.check_memory, self.weight_copies = check_memory, weight_copies
+        for kind in system.kinds():
+            kind.flops_per_s(workload.dtype)  # an accelerator without a rate for the dtype: refused at load
         self.graph = block_graph(workload)
         self._chain_dp: ChainDP | None = None
         self._every_state: Decisions | None = None
+        measured = compute == "auto" and any(calibration_of(g.accelerator) for g in system.groups)
+        self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer) if measured else None
         self.hierarchy: Hierarchy = bisect(system)
         if mode == "comm_only" and self.hierarchy.ratios:
             raise OptmapError("accpar mode = \"comm_only\" follows the reference program, which assumes one accelerator kind")
@@ -187,11 +203,12 @@ class AccParCostModel(LevelCosts, CostModel):
             out.update(per_level=per_level, node_time=node_time, edge_time=edge_time, states=states, shares=shares)
         if self.mode == "comm_only":
             return out
-        compute, memory, fits = self._leaf_costs(leaves, n)
+        compute, memory, fits, host = self._leaf_costs(leaves, n)
         comm_time = np.sum(per_level["comm_time"], axis=0) if per_level["comm_time"] else np.zeros(n)
+        compute_time = compute.sum(1) if self.step is None else np.maximum(compute.sum(1), host)
         out.update(
-            time=np.maximum(compute.sum(1), comm_time) if self.overlap else compute.sum(1) + comm_time,
-            compute_time=compute.sum(1),
+            time=np.maximum(compute_time, comm_time) if self.overlap else compute_time + comm_time,
+            compute_time=compute_time,
             comm_time=comm_time,
             memory_bytes=memory,
             feasible=fits,
@@ -201,22 +218,28 @@ class AccParCostModel(LevelCosts, CostModel):
         return out
 
     def _leaf_costs(self, leaves, n: int):
-        """Per-layer compute time (slowest leaf), peak memory per device, and whether it fits."""
+        """Per-layer compute time (slowest leaf), peak memory per device, whether it fits, and the
+        slowest leaf's host dispatch time (measured accelerators only)."""
         g, dtype = self.graph, self.workload.dtype
         compute = np.zeros((n, len(g.names)))
         memory = np.zeros(n)
+        host = np.zeros(n)
         fits = np.ones(n, bool)
         for dims, sub in leaves:
             (kind, _), = sub.members
-            share = np.broadcast_to(dims.share, (n, 1)) if np.ndim(dims.share) else np.full((n, 1), dims.share)
-            compute = np.maximum(compute, share * self.layer_flops / kind.flops_per_s(dtype))  # Eq. 8 at the leaf
+            if self.step is not None and calibration_of(kind) is not None:  # the shard this leaf computes
+                compute = np.maximum(compute, self.step.device_seconds(kind, dims.batch, dims.d_in, dims.d_out))
+                host = np.maximum(host, self.step.host_seconds(kind))
+            else:
+                share = np.broadcast_to(dims.share, (n, 1)) if np.ndim(dims.share) else np.full((n, 1), dims.share)
+                compute = np.maximum(compute, share * self.layer_flops / kind.flops_per_s(dtype))  # Eq. 8 at the leaf
             weights = np.broadcast_to(dims.d_in * dims.d_out * g.kernel, (n, len(g.names))).sum(1)
             stored = np.broadcast_to(dims.batch * dims.d_in * g.s_in, (n, len(g.names))).sum(1)
             need = self.bytes * (self.weight_copies * weights + stored)
             memory = np.maximum(memory, need)
             if self.check_memory:
                 fits &= need <= kind.memory_bytes
-        return compute, memory, fits
+        return compute, memory, fits, host
 
     def level_costs(self, X: np.ndarray, metric: str = "comm_time") -> np.ndarray:
         """Each level's own cost (``comm_time`` or ``comm_elements``) for every row: (N, levels)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import networkx as nx
-
+from optmap.bounds import Batch, Dimension
 from optmap.errors import OptmapError
 from optmap.workload import Layer, Workload, WorkloadBuilder
 
@@ -13,7 +13,7 @@ CONV_KEYS = ("in_ch", "in_fmap_h", "in_fmap_w", "kernel", "out_ch", "out_fmap_h"
 FC_KEYS = ("in_ch", "out_ch")
 
 
-def alexnet_original(*, batch: int, dtype: str = "bf16", phase: str = "training", num_classes: int = 1000) -> Workload:
+def alexnet_original(*, batch: Batch, dtype: str = "bf16", phase: str = "training", num_classes: Dimension = 1000) -> Workload:
     """The AlexNet of Krizhevsky et al. 2012 as in AccPar (96/256/384/384/256 channels, no groups)."""
     b = WorkloadBuilder("alexnet-original", (3, 224, 224))
     x = "input"
@@ -30,7 +30,7 @@ def alexnet_original(*, batch: int, dtype: str = "bf16", phase: str = "training"
     return b.build(batch, dtype, phase)
 
 
-def lenet_caffe(*, batch: int, dtype: str = "bf16", phase: str = "training", num_classes: int = 10) -> Workload:
+def lenet_caffe(*, batch: Batch, dtype: str = "bf16", phase: str = "training", num_classes: Dimension = 10) -> Workload:
     """Caffe's LeNet on MNIST (conv 20, conv 50, fc 500, fc 10; 431,080 parameters), the "Lenet-c"
     of HyPar (HPCA 2019) by the same group, which we take to be AccPar's Lenet."""
     b = WorkloadBuilder("lenet-caffe", (1, 28, 28))
@@ -50,7 +50,7 @@ def _read(path: Path) -> list[tuple[int, str, str]]:
             for n, line in enumerate(lines, 1) if line.strip()]
 
 
-def accpar_text(*, file: str, batch: int, dtype: str = "bf16", phase: str = "training") -> Workload:
+def accpar_text(*, file: str, batch: Batch, dtype: str = "bf16", phase: str = "training") -> Workload:
     """A chain of CONV/FC layers in the AccPar authors' text format (num_layers, then per layer
     'name CONV|FC' and its keys). As in their program, a layer's feature-map sizes are taken as
     written (the out size is after pooling) and ``pool`` is read but not used."""

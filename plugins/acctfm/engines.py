@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -31,7 +31,7 @@ class AccTFMSearch(SearchEngine):
     accepts = (AccTFMCostModel,)
 
     def __init__(self, *, exact: bool = True, compression: Literal["best", "off"] = "best",
-                 max_states: int | None = None) -> None:
+                 max_states: ints(1, 10**9) | None = None) -> None:
         """``exact = false`` runs Algorithm 1 as printed (one state per layer and K, note §2.5:
         a heuristic that can lose to a uniform schedule); ``exact = true`` (default) keeps every
         non-dominated state (P_K, M_1..M_K), which is exact because the recurrence is monotone.

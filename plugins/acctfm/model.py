@@ -46,20 +46,20 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import Fraction, NonNegative, floats, ints
 from optmap.collectives import collective_time
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
+from optmap.plugins.transformer.workload import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import us_to_s
 from optmap.workload import Workload
-from optmap.plugins.transformer.workload import TransformerWorkload
 
 from . import schedule
 from .compression import num_kept
 from .schedule import CostTables
-from .tensor_parallel import ComputeModel, Compression, megatron_tables
+from .tensor_parallel import Compression, ComputeModel, megatron_tables
 
 # Capability of this cost model that the native engines need: per-micro-batch cost tables
 # (``tables(setting)``), plan vectors (``plan_vector``) and the compression settings of its space.
@@ -75,6 +75,7 @@ class AccTFMCostModel(CostModel):
 
     formulation = "AccTFM's formulation ([cost] model = \"acctfm\")"
     capabilities = frozenset({BATCH, ACCTFM_TABLES})
+    default_engine = "acctfm"
     metrics = ("time", "speedup", "idle_rate", "comm_bytes", "compression_ratio", "traffic_reduction",
                "compute_time", "comm_time", "fwd_time", "bwd_time")
 
@@ -83,18 +84,18 @@ class AccTFMCostModel(CostModel):
         workload: Workload,
         system: System,
         *,
-        keep_ratio: float = 1.0,
-        bits: int = 32,
+        keep_ratio: Fraction = 1.0,
+        bits: ints(2, 64) = 32,
         algorithm: Literal["recursive_doubling", "ring", "rabenseifner", "tree"] = "recursive_doubling",
-        micro_batches: tuple[int, ...] = schedule.PS,
-        efficiency: float = 0.6,
-        half_efficiency_tokens: float = 256.0,
-        launch_overhead_us: float = 50.0,
-        kernel_ns_per_element: float = 0.02,
+        micro_batches: tuple[ints(1, 1024), ...] = schedule.PS,
+        efficiency: Fraction = 0.6,
+        half_efficiency_tokens: NonNegative = 256.0,
+        launch_overhead_us: floats(0, 1e6) = 50.0,
+        kernel_ns_per_element: floats(0, 1e6) = 0.02,
         include_head: bool = True,
         head_comm: bool = True,
-        scale_bytes: int = 4,
-        score_bytes: int = 4,
+        scale_bytes: ints(0, 64) = 4,
+        score_bytes: ints(1, 64) = 4,
         topk_rounding: Literal["ceil", "round", "floor"] = "ceil",
     ) -> None:
         """Options (defaults are assumptions where the paper is silent; see the module docstring):

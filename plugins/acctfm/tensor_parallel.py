@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 import numpy as np
-
 from optmap.plugins.transformer.config import TransformerConfig
 
 from .compression import num_kept

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -11,7 +14,7 @@ class ExhaustiveSearch(SearchEngine):
 
     exact = True
 
-    def __init__(self, *, max_size: int = 10_000_000, chunk: int = 65_536) -> None:
+    def __init__(self, *, max_size: ints(1, 10**12) = 10_000_000, chunk: ints(1, 10**7) = 65_536) -> None:
         if max_size < 1 or chunk < 1:
             raise OptmapError("max_size and chunk must be >= 1")
         self.max_size = max_size
@@ -20,8 +23,9 @@ class ExhaustiveSearch(SearchEngine):
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         size = evaluator.space.size
         if size > self.max_size:
+            shown = f"{size:.4g}" if math.isfinite(size) else "more than 1e308"
             raise OptmapError(
-                f"the design space has {size:.4g} points, more than max_size = {self.max_size:,}; "
+                f"the design space has {shown} points, more than max_size = {self.max_size:,}; "
                 "use ga, optuna, random or a native engine, or raise [search.exhaustive] max_size"
             )
         for X in evaluator.space.grid(self.chunk):

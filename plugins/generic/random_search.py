@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
@@ -13,7 +13,7 @@ class RandomSearch(SearchEngine):
 
     exact = False
 
-    def __init__(self, *, batch: int = 1024, evaluations: int = 10_000) -> None:
+    def __init__(self, *, batch: ints(1, 10**7) = 1024, evaluations: ints(1, 10**12) = 10_000) -> None:
         if batch < 1 or evaluations < 1:
             raise OptmapError("batch and evaluations must be >= 1")
         self.batch = batch

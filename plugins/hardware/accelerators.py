@@ -7,7 +7,12 @@ datasheet's unit: memory and NVLink in GB/s (bytes), networks in Gb/s (bits, G =
 from __future__ import annotations
 
 from optmap.system import Accelerator
-from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes, tflops_to_flops
+from optmap.units import (
+    gBps_to_bytes_per_s,
+    gbps_to_bytes_per_s,
+    gib_to_bytes,
+    tflops_to_flops,
+)
 
 # AccPar (Song et al., HPCA 2020) Table 7, "TPU-v2" column: 180 TFLOPS, 64 GB HBM, 2400 GB/s; one
 # accelerator is a board of 4 chips x 2 cores. Network: Sec. 6.1 sets 8 Gb/s per TPU-v2 (= 1e9 B/s).

@@ -28,19 +28,17 @@ Shared rules:
 
 import math
 from functools import partial
-from typing import Annotated, Any, Callable
+from typing import Any, Callable
 
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Dimension, Gbps, Microseconds
 from optmap.errors import OptmapError
 from optmap.system import Accelerator, GraphRecipe, GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
-Gbps = Annotated[float, Gt(0)]  # a bandwidth option in Gb/s, > 0
-Microseconds = Annotated[float, Ge(0)]  # a latency option in µs, >= 0
-
 # Above this many devices, fully-connected and hierarchical systems use switch nodes by default.
 SWITCH_ABOVE = 64
+# A fully-connected system without a switch above this many links is refused (memory and time).
+MAX_DIRECT_LINKS = 500_000
 
 
 def _bandwidth(topology: str, name: str, gbps: float | None) -> float | None:
@@ -95,8 +93,14 @@ def fully_connected(
     devices, grps = assign_devices(groups)
     n = len(devices)
     use_switch = _switch(name, switch, n)
-    recipe = GraphRecipe(partial(_fully_connected_graph, devices, bw, lat, use_switch),
-                         nodes=n + use_switch, links=n if use_switch else n * (n - 1) // 2)
+    links = n if use_switch else n * (n - 1) // 2
+    if links > MAX_DIRECT_LINKS:
+        raise OptmapError(
+            f"topology '{name}': switch = false links every pair directly, {links:,} links for {n:,} devices, "
+            f"more than the limit of {MAX_DIRECT_LINKS:,}; set switch = true (the same bandwidth and latency "
+            f"between every pair, through one non-blocking switch)"
+        )
+    recipe = GraphRecipe(partial(_fully_connected_graph, devices, bw, lat, use_switch), nodes=n + use_switch, links=links)
     params = {"bandwidth_gbps": bandwidth_gbps, "latency_us": latency_us, "switch": use_switch}
     return _system(devices, grps, recipe, name, params)
 
@@ -171,7 +175,7 @@ def square_shape(n: int) -> tuple[int, int]:
 def _grid(
     name: str,
     groups,
-    shape: list[int] | None,
+    shape: list[Dimension] | None,
     x_bandwidth_gbps: float | None,
     y_bandwidth_gbps: float | None,
     latency_us: float,
@@ -245,7 +249,7 @@ def _grid_graph(devices, shape: tuple[int, int], xbw: float | None, ybw: float |
 def mesh2d(
     groups: list[GroupSpec],
     *,
-    shape: list[int] | None = None,
+    shape: list[Dimension] | None = None,
     x_bandwidth_gbps: Gbps | None = None,
     y_bandwidth_gbps: Gbps | None = None,
     latency_us: Microseconds = 1.0,
@@ -262,7 +266,7 @@ def mesh2d(
 def torus2d(
     groups: list[GroupSpec],
     *,
-    shape: list[int] | None = None,
+    shape: list[Dimension] | None = None,
     x_bandwidth_gbps: Gbps | None = None,
     y_bandwidth_gbps: Gbps | None = None,
     latency_us: Microseconds = 1.0,

@@ -21,7 +21,6 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-
 from optmap.plugins.hardware.accelerators import A100
 from optmap.plugins.transformer.workload import build
 from optmap.system import GroupSpec

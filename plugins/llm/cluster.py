@@ -32,17 +32,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Sequence
+from typing import Sequence
 
 import numpy as np
-from annotated_types import Ge, Gt
-
+from optmap.bounds import Gbps, Microseconds
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
-
-Gbps = Annotated[float, Gt(0)]
-Microseconds = Annotated[float, Ge(0)]
 
 GPUS_PER_NODE = 8  # both DGX generations (datasheets)
 

@@ -12,7 +12,7 @@ user pinned (narrowed to one value) are honoured. The result is the best feasibl
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator
 
@@ -96,7 +96,7 @@ class Megatron3DSearch:
     requires = frozenset({"megatron_plans"})
     exact = True
 
-    def __init__(self, *, top: int = 5) -> None:
+    def __init__(self, *, top: ints(1, 1000) = 5) -> None:
         """``top``: how many of the best feasible plans to list (the best included)."""
         if top < 1:
             raise OptmapError(f"[search.megatron-3d] top must be >= 1, got {top}")

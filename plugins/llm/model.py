@@ -22,14 +22,14 @@ import math
 from typing import Literal
 
 import numpy as np
-
+from optmap.bounds import Fraction, NonNegative, ints
 from optmap.cost import BATCH, CostReport, LayerCost
 from optmap.errors import OptmapError
+from optmap.plugins.transformer.workload import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
-from optmap.plugins.transformer.workload import TransformerWorkload
 
 from . import memory, timing
 from .cluster import group_link
@@ -51,6 +51,7 @@ class Megatron3DCostModel:
     """Megatron-LM 3D parallelism (Narayanan et al. SC'21; Korthikanti et al. 2022) on a GPU cluster."""
 
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
+    default_engine = "megatron-3d"
     metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "memory_weights_gib",
                "memory_activations_gib", "gpus", *PARTS)
 
@@ -59,16 +60,16 @@ class Megatron3DCostModel:
         workload: Workload,
         system: System,
         *,
-        max_microbatch: int = 16,
-        max_interleaving: int = 16,
+        max_microbatch: ints(1, 4096) = 16,
+        max_interleaving: ints(1, 1024) = 16,
         use_all_gpus: bool = False,
         recompute: tuple[Literal["none", "selective", "full"], ...] = memory.RECOMPUTE,
         grad_bytes: Literal[2, 4] | None = None,
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,
-        memory_reserve_gib: float = 2.0,
-        gemm_efficiency: float | None = None,
-        memory_efficiency: float | None = None,
+        memory_reserve_gib: NonNegative = 2.0,
+        gemm_efficiency: Fraction | None = None,
+        memory_efficiency: Fraction | None = None,
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from optmap import collectives as coll
 from optmap.plugins.transformer.config import TransformerConfig
 

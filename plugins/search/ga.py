@@ -23,12 +23,11 @@ Decisions:
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import Probability, Steps, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
 from .seeding import seed_vectors
-
 
 MATING_TRIES = 10
 
@@ -42,12 +41,12 @@ class GeneticSearch(SearchEngine):
     def __init__(
         self,
         *,
-        pop_size: int = 100,
-        generations: int | None = None,
-        patience: int | None = None,
+        pop_size: ints(2, 100_000) = 100,
+        generations: Steps | None = None,
+        patience: Steps | None = None,
         seed_plans: list[str] = [],
-        crossover_prob: float = 0.9,
-        mutation_rate: float | None = None,
+        crossover_prob: Probability = 0.9,
+        mutation_rate: Probability | None = None,
     ) -> None:
         """``pop_size`` individuals per generation; stop after ``generations`` or after
         ``patience`` generations without improvement (None: only the budget stops it);
@@ -124,8 +123,12 @@ class GeneticSearch(SearchEngine):
         checkpoint = evaluator.checkpoint
         state = checkpoint.engine_state
         if state is not None:
-            sampling, generation, stall = self._restored(problem, state), int(state["generation"]), int(state["stall"])
-            seeds = int(state.get("seeds", 0))
+            try:
+                sampling, generation, stall = self._restored(problem, state), int(state["generation"]), int(state["stall"])
+                seeds = int(state.get("seeds", 0))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise OptmapError(f"the checkpoint's ga state is damaged ({type(exc).__name__}: {exc}); delete the "
+                                  f"checkpoint or run without --resume") from None
         else:
             plans = seed_vectors(evaluator, self.seed_plans, seed) if self.seed_plans else None
             sampling, generation, stall = MixedSampling(space, plans), 0, 0

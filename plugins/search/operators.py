@@ -22,6 +22,7 @@ generator), so a run is reproducible for a fixed seed.
 from __future__ import annotations
 
 import numpy as np
+from optmap.space import DesignSpace
 from pymoo.core.crossover import Crossover
 from pymoo.core.duplicate import DuplicateElimination
 from pymoo.core.mutation import Mutation
@@ -33,8 +34,6 @@ from pymoo.operators.crossover.ux import UX
 from pymoo.operators.mutation.pm import PM
 from pymoo.operators.mutation.rm import ChoiceRandomMutation
 from pymoo.operators.sampling.rnd import FloatRandomSampling, IntegerRandomSampling
-
-from optmap.space import DesignSpace
 
 
 def _columns(space: DesignSpace, kinds: tuple[str, ...]) -> np.ndarray:

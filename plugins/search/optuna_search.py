@@ -49,7 +49,7 @@ import warnings
 from typing import Any, Literal
 
 import numpy as np
-
+from optmap.bounds import ints
 from optmap.checkpoint import digest
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
@@ -75,7 +75,11 @@ class Codec:
     """
 
     def __init__(self, space: DesignSpace) -> None:
-        from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+        from optuna.distributions import (
+            CategoricalDistribution,
+            FloatDistribution,
+            IntDistribution,
+        )
 
         self.space = space
         self.names: list[str] = []
@@ -148,17 +152,17 @@ class OptunaSearch(SearchEngine):
         self,
         *,
         sampler: Literal["auto", "tpe", "cmaes", "random", "qmc", "nsga2"] = "auto",
-        batch: int = 32,
-        max_trials: int | None = 1000,
+        batch: ints(1, 100_000) = 32,
+        max_trials: ints(1, 10**9) | None = None,
         seed_plans: list[str] | None = None,
         storage: str | None = None,
         study: str | None = None,
     ) -> None:
         """``sampler``: "auto" is TPE for one objective, NSGA-II for several; ``batch`` trials are
-        asked and scored together; ``max_trials`` caps the evaluations (None: the budget alone);
-        ``seed_plans`` names engines (or cost-model plans) enqueued as first trials (default:
-        every plan the cost model names); ``storage`` a database URL to keep and share the
-        study, named ``study``."""
+        asked and scored together; ``max_trials`` caps the evaluations below the budget (default: the
+        budget alone, like every engine); ``seed_plans`` names engines (or cost-model plans)
+        enqueued as first trials (default: every plan the cost model names); ``storage`` a database
+        URL to keep and share the study, named ``study``."""
         if batch < 1:
             raise OptmapError(f"batch must be >= 1, got {batch}")
         if max_trials is not None and max_trials < 1:
@@ -237,8 +241,12 @@ class OptunaSearch(SearchEngine):
             known: set[str] = set()  # shared trials already in the local study
             recorded: set[str] = set(state.get("seen", [])) if state else set()  # ... and in the evaluator
             if shared is None and state:
-                told = list(state["trials"])
-                study.add_trials([_frozen(codec, t) for t in told])
+                try:
+                    told = list(state["trials"])
+                    study.add_trials([_frozen(codec, t) for t in told])
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                    raise OptmapError(f"the checkpoint's optuna state is damaged ({type(exc).__name__}: {exc}); delete "
+                                      f"the checkpoint or run without --resume") from None
             if shared is not None:
                 if not state and not checkpoint.resume and shared.trials:
                     raise OptmapError(

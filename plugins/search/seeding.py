@@ -10,7 +10,6 @@ credited with work it did not pay for.
 from __future__ import annotations
 
 import numpy as np
-
 from optmap.errors import OptmapError
 from optmap.search import Evaluator
 

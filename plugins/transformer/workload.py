@@ -44,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
+from optmap.bounds import Batch, Depth, Dimension
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
 
@@ -152,30 +153,34 @@ def _config(preset: str | None, given: dict) -> TransformerConfig:
         raise OptmapError(
             f"transformer: without a preset, give {', '.join(missing)} (or preset = one of {', '.join(PRESETS)})"
         )
-    given.setdefault("head_dim", given["d_model"] // given["heads"])
+    if "head_dim" not in given:
+        if given["d_model"] % given["heads"]:
+            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = {given['heads']}; "
+                              f"choose sizes that divide, or give head_dim explicitly")
+        given["head_dim"] = given["d_model"] // given["heads"]
     return TransformerConfig(name=f"transformer-{given['kind']}", **given)
 
 
 def transformer(
     *,
-    batch: int,
+    batch: Batch,
     dtype: str = "fp32",
     phase: str = "training",
     preset: str | None = None,
     kind: Literal["encoder", "decoder", "decoder-only", "encoder-decoder"] | None = None,
-    layers: int | None = None,
-    decoder_layers: int | None = None,
-    d_model: int | None = None,
-    heads: int | None = None,
-    head_dim: int | None = None,
-    d_ff: int | None = None,
-    seq_len: int | None = None,
-    src_seq_len: int | None = None,
-    vocab: int | None = None,
+    layers: Depth | None = None,
+    decoder_layers: Depth | None = None,
+    d_model: Dimension | None = None,
+    heads: Dimension | None = None,
+    head_dim: Dimension | None = None,
+    d_ff: Dimension | None = None,
+    seq_len: Dimension | None = None,
+    src_seq_len: Dimension | None = None,
+    vocab: Dimension | None = None,
     bias: bool | None = None,
-    kv_heads: int | None = None,
+    kv_heads: Dimension | None = None,
     gated_mlp: bool | None = None,
-    max_positions: int | None = None,
+    max_positions: Dimension | None = None,
     tied_output: bool | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
 ) -> TransformerWorkload:

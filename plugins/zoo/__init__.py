@@ -2,7 +2,18 @@
 
 from optmap.hookspecs import hookimpl
 from optmap.plugins.zoo.models import (
-    MODELS, alexnet, lenet, resnet18, resnet34, resnet50, resnet101, resnet152, vgg11, vgg13, vgg16, vgg19,
+    MODELS,
+    alexnet,
+    lenet,
+    resnet18,
+    resnet34,
+    resnet50,
+    resnet101,
+    resnet152,
+    vgg11,
+    vgg13,
+    vgg16,
+    vgg19,
 )
 
 __all__ = ["MODELS", "alexnet", "lenet", "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",

@@ -5,6 +5,7 @@ Layers that torchvision applies functionally or reuses (``torch.flatten``, a blo
 and ``add``. ResNet bottlenecks put the stride on the 3x3 conv (torchvision's "ResNet v1.5").
 """
 
+from optmap.bounds import Batch, Dimension
 from optmap.workload import Workload, WorkloadBuilder
 
 VGG_CFGS: dict[str, list[int | str]] = {  # torchvision.models.vgg cfgs "A", "B", "D", "E"
@@ -23,8 +24,8 @@ RESNET_CFGS: dict[str, tuple[str, list[int]]] = {  # block kind and blocks per s
 }
 
 
-def lenet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 28,
-          num_classes: int = 10) -> Workload:
+def lenet(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 28,
+          num_classes: Dimension = 10) -> Workload:
     """LeNet-5 (LeCun et al. 1998) on 1x28x28 MNIST: conv1 pads by 2 so the maps are the classic 28/14/10/5.
 
     ReLU and max pooling replace tanh and trainable subsampling (the usual PyTorch rendering);
@@ -46,8 +47,8 @@ def lenet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_siz
     return b.build(batch, dtype, phase)
 
 
-def alexnet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-            num_classes: int = 1000) -> Workload:
+def alexnet(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+            num_classes: Dimension = 1000) -> Workload:
     """torchvision AlexNet (the one-weird-trick variant: 64/192/384/256/256 channels)."""
     b = WorkloadBuilder("alexnet", (3, image_size, image_size))
     x = b.conv2d("input", 64, 11, stride=4, padding=2, name="features.0")
@@ -72,7 +73,7 @@ def alexnet(*, batch: int, dtype: str = "fp32", phase: str = "training", image_s
     return b.build(batch, dtype, phase)
 
 
-def _vgg(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
+def _vgg(arch: str, batch: Batch, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
     """torchvision VGG without batch norm."""
     b = WorkloadBuilder(arch, (3, image_size, image_size))
     x, i = "input", 0
@@ -96,26 +97,26 @@ def _vgg(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_cla
     return b.build(batch, dtype, phase)
 
 
-def vgg11(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-          num_classes: int = 1000) -> Workload:
+def vgg11(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+          num_classes: Dimension = 1000) -> Workload:
     """torchvision VGG-11 (configuration A, no batch norm)."""
     return _vgg("vgg11", batch, dtype, phase, image_size, num_classes)
 
 
-def vgg13(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-          num_classes: int = 1000) -> Workload:
+def vgg13(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+          num_classes: Dimension = 1000) -> Workload:
     """torchvision VGG-13 (configuration B, no batch norm)."""
     return _vgg("vgg13", batch, dtype, phase, image_size, num_classes)
 
 
-def vgg16(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-          num_classes: int = 1000) -> Workload:
+def vgg16(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+          num_classes: Dimension = 1000) -> Workload:
     """torchvision VGG-16 (configuration D, no batch norm)."""
     return _vgg("vgg16", batch, dtype, phase, image_size, num_classes)
 
 
-def vgg19(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-          num_classes: int = 1000) -> Workload:
+def vgg19(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+          num_classes: Dimension = 1000) -> Workload:
     """torchvision VGG-19 (configuration E, no batch norm)."""
     return _vgg("vgg19", batch, dtype, phase, image_size, num_classes)
 
@@ -126,7 +127,7 @@ def _conv_bn(b: WorkloadBuilder, x: str, out: int, kernel: int, stride: int, pre
     return b.batchnorm2d(x, name=f"{prefix}.bn{i}")
 
 
-def _resnet(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
+def _resnet(arch: str, batch: Batch, dtype: str, phase: str, image_size: int, num_classes: int) -> Workload:
     """torchvision ResNet: BasicBlock or Bottleneck stages, 1x1-conv + BN downsample shortcuts."""
     kind, depths = RESNET_CFGS[arch]
     expansion = 1 if kind == "basic" else 4
@@ -160,32 +161,32 @@ def _resnet(arch: str, batch: int, dtype: str, phase: str, image_size: int, num_
     return b.build(batch, dtype, phase)
 
 
-def resnet18(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-             num_classes: int = 1000) -> Workload:
+def resnet18(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+             num_classes: Dimension = 1000) -> Workload:
     """torchvision ResNet-18 (BasicBlock x [2, 2, 2, 2])."""
     return _resnet("resnet18", batch, dtype, phase, image_size, num_classes)
 
 
-def resnet34(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-             num_classes: int = 1000) -> Workload:
+def resnet34(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+             num_classes: Dimension = 1000) -> Workload:
     """torchvision ResNet-34 (BasicBlock x [3, 4, 6, 3])."""
     return _resnet("resnet34", batch, dtype, phase, image_size, num_classes)
 
 
-def resnet50(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-             num_classes: int = 1000) -> Workload:
+def resnet50(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+             num_classes: Dimension = 1000) -> Workload:
     """torchvision ResNet-50 (Bottleneck x [3, 4, 6, 3], stride on the 3x3 conv)."""
     return _resnet("resnet50", batch, dtype, phase, image_size, num_classes)
 
 
-def resnet101(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-              num_classes: int = 1000) -> Workload:
+def resnet101(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+              num_classes: Dimension = 1000) -> Workload:
     """torchvision ResNet-101 (Bottleneck x [3, 4, 23, 3])."""
     return _resnet("resnet101", batch, dtype, phase, image_size, num_classes)
 
 
-def resnet152(*, batch: int, dtype: str = "fp32", phase: str = "training", image_size: int = 224,
-              num_classes: int = 1000) -> Workload:
+def resnet152(*, batch: Batch, dtype: str = "fp32", phase: str = "training", image_size: Dimension = 224,
+              num_classes: Dimension = 1000) -> Workload:
     """torchvision ResNet-152 (Bottleneck x [3, 8, 36, 3])."""
     return _resnet("resnet152", batch, dtype, phase, image_size, num_classes)
 

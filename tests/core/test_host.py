@@ -27,6 +27,7 @@ name = "host test"
 [workload]
 model = "lenet"
 batch = 8
+dtype = "bf16"
 [system]
 topology = "{topology}"
 [[system.groups]]

@@ -78,7 +78,7 @@ def test_phases_and_dtypes_are_open():
 # --- open systems -------------------------------------------------------------------------------
 
 SYSTEM_PROBLEM = {
-    "workload": {"model": "lenet", "batch": 8},
+    "workload": {"model": "lenet", "batch": 8, "dtype": "bf16"},
     "system": {"topology": "ring", "groups": [{"accelerator": "tpu-v3", "count": 2}]},
     "cost": {"model": "accpar"},
 }

@@ -61,7 +61,10 @@ def load_problem(args):
 
 
 def default_output(problem, engine: str, seed: int) -> Path:
-    return Path("optmap-results") / problem.name.replace(" ", "_").replace("/", "_") / f"{engine}-seed{seed}.json"
+    """``optmap-results/<problem>/<engine>-seed<N>.json``, with file-name-safe parts."""
+    from optmap.output import file_stem
+
+    return Path("optmap-results") / file_stem(problem.name) / f"{file_stem(engine)}-seed{seed}.json"
 
 
 def engine_options(problem, engine: str, args) -> dict:

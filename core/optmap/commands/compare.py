@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from optmap.commands.common import add_parallel_arguments, add_problem_arguments, load_problem
+from pathlib import Path
+
+from optmap.commands.common import (
+    add_parallel_arguments,
+    add_problem_arguments,
+    load_problem,
+)
 from optmap.commands.progress import Progress
 from optmap.errors import OptmapError
 
@@ -23,16 +29,27 @@ def add_parser(commands) -> dict:
     return {"compare": compare}
 
 
+def _names(option: str, text: str, expected: str, digits: bool = False) -> list[str]:
+    """A comma-separated list from the command line: non-empty, no repeats (and whole numbers)."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names) or (digits and not all(n.isdigit() for n in names)):
+        raise OptmapError(f"{option} '{text}': expected comma-separated {expected}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise OptmapError(f"{option} '{text}': '{repeated[0]}' is listed twice; list each once")
+    return names
+
+
 def compare(args) -> int:
     from optmap.comparison import compare as run_comparison
+    from optmap.output import save
     from optmap.report import console, rows_table
 
+    engines = _names("--search", args.search, "engines, e.g. dp,owt,accpar")
+    seeds = [int(s) for s in _names("--seeds", args.seeds, "whole numbers >= 0, e.g. 0,1,2", digits=True)] \
+        if args.seeds is not None else None
     problem = load_problem(args)
-    engines = [name.strip() for name in args.search.split(",") if name.strip()]
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()] if args.seeds else [problem.search.seed]
-    except ValueError:
-        raise OptmapError(f"--seeds '{args.seeds}': expected comma-separated whole numbers, e.g. 0,1,2") from None
+    seeds = seeds if seeds is not None else [problem.search.seed]
     if args.plot:
         import importlib.util
 
@@ -47,14 +64,15 @@ def compare(args) -> int:
     terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
                               f"{table.best_known:.6g})", table.rows))
     if args.json:
-        table.write_json(args.json)
-        terminal.print(f"table and runs written to {args.json}")
+        terminal.print(f"table and runs written to {save(args.json, table.json_text(), what='comparison')}")
     if args.csv:
-        table_path, history_path = table.write_csv(args.csv)
-        terminal.print(f"table written to {table_path}, every run's history to {history_path}")
+        rows, history = table.csv_texts()
+        path = Path(args.csv)
+        written = save(path, rows, what="table")
+        trail = save(written.with_name(path.stem + ".history.csv"), history, what="history")
+        terminal.print(f"table written to {written}, every run's history to {trail}")
     if args.plot:
-        table.plot(args.plot)
-        terminal.print(f"convergence plot written to {args.plot}")
+        terminal.print(f"convergence plot written to {save(args.plot, table.plot(), what='plot')}")
     if args.layers:
         from optmap.report import layer_table
 

@@ -45,7 +45,13 @@ class Progress:
         if self.bar is None:
             if time.perf_counter() - self.started < 1.0:
                 return
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)

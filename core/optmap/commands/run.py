@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import shlex
 import sys
 from pathlib import Path
 
 from optmap.commands.common import (
-    add_parallel_arguments, add_problem_arguments, default_output, engine_options, load_problem, seed_argument,
+    add_parallel_arguments,
+    add_problem_arguments,
+    default_output,
+    engine_options,
+    load_problem,
+    seed_argument,
 )
 from optmap.commands.progress import Progress
+from optmap.errors import OptmapError
 
 
 def add_parser(commands) -> dict:
@@ -17,7 +25,7 @@ def add_parser(commands) -> dict:
     add_problem_arguments(parser)
     parser.add_argument("--search", metavar="ENGINE", help="search engine (default: the file's [search] engine)")
     parser.add_argument("--seed", type=seed_argument, help="random seed (default: the file's [search] seed)")
-    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT")
+    parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT (- for standard output)")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--layers", choices=("top", "all"), default="top",
                         help="per-layer table: the most expensive layers of a long network (top, default) or all")
@@ -35,34 +43,48 @@ def add_parser(commands) -> dict:
 
 
 def run(args) -> int:
-    from optmap.report import LAYER_ROWS, console, layer_table, report_tables, result_table, write_json
+    from optmap.output import exclusive, json_text, save
+    from optmap.report import LAYER_ROWS, console, layer_table, report_tables, result_table
     from optmap.run import SearchFailed, solve
 
+    if args.search is not None and not args.search.strip():
+        raise OptmapError("--search '': name an engine (optmap plugins lists them)")
+    if not math.isfinite(args.checkpoint_every) or args.checkpoint_every <= 0:
+        raise OptmapError(f"--checkpoint-every must be a number of seconds > 0, got {args.checkpoint_every}")
     problem = load_problem(args)
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
     options = engine_options(problem, engine, args)
-    progress = Progress(f"{engine}")
-    out = Path(args.json) if args.json else default_output(problem, engine, seed)
+    to_stdout = args.json == "-"
+    out = default_output(problem, engine, seed) if args.json is None or to_stdout else Path(args.json)
     checkpoint = Path(args.checkpoint) if args.checkpoint else out.with_name(out.stem + ".checkpoint.json")
-    try:
-        result = solve(problem, engine=engine, seed=seed, options=options, progress=progress,
-                       checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every,
-                       workers=args.workers, scheduler=args.scheduler)
-    except SearchFailed as failure:
+    terminal = console(stderr=to_stdout)  # with --json -, standard output holds the JSON alone
+
+    def keep(result) -> str:
+        text = json_text({"problem": problem.spec, **result.to_json()})
+        if to_stdout:
+            sys.stdout.write(text + "\n")
+            return "standard output"
+        return str(save(out, text, fallbacks=[checkpoint.parent]))
+
+    progress = Progress(f"{engine}")
+    with exclusive(out) if not to_stdout else contextlib.nullcontext():
+        try:
+            result = solve(problem, engine=engine, seed=seed, options=options, progress=progress,
+                           checkpoint=checkpoint, resume=args.resume, checkpoint_every=args.checkpoint_every,
+                           workers=args.workers, scheduler=args.scheduler)
+        except SearchFailed as failure:
+            progress.close()
+            print(f"note: partial result written to {keep(failure.result)}", file=sys.stderr)
+            raise
         progress.close()
-        write_json(out, {"problem": problem.spec, **failure.result.to_json()})
-        print(f"partial result written to {out}", file=sys.stderr)
-        raise
-    progress.close()
-    write_json(out, {"problem": problem.spec, **result.to_json()})
-    terminal = console()
+        where = keep(result)
     terminal.print(result_table(result))
     layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
     if not args.quiet:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)
-    terminal.print(f"result written to {out}")
+    terminal.print(f"result written to {where}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
         again = [word for word in args.argv if word != "--resume"] + ["--resume"]
@@ -70,5 +92,3 @@ def run(args) -> int:
               f"{shlex.join(['optmap', *again])}", file=sys.stderr)
         return 128 + int(result.extra.get("signal", 2))
     return 0
-
-

@@ -20,16 +20,30 @@ from optmap.cost import missing as cost_model_missing
 from optmap.errors import OptmapError, did_you_mean
 from optmap.host import Host, load_host
 from optmap.problem import goals
-from optmap.problem.common import REQUIRED, call, check_returned, pop_name, resolve, section, short
+from optmap.problem.common import (
+    REQUIRED,
+    call,
+    check_returned,
+    pop_name,
+    resolve,
+    section,
+    short,
+)
 from optmap.problem.search_section import SearchDefaults, search_defaults
-from optmap.problem.spec import SECTIONS, apply_overrides, parse_fix, parse_override, read_spec
-from optmap.problem.system_section import accelerators, build_system
+from optmap.problem.spec import (
+    SECTIONS,
+    apply_overrides,
+    parse_fix,
+    parse_override,
+    read_spec,
+)
+from optmap.problem.system_section import accelerators, build_system, check_priced
 from optmap.problem.workload_section import build_workload
 from optmap.search.engine import misfit
 
 __all__ = ["Problem", "SearchDefaults", "apply_overrides", "build_problem", "load", "parse_override", "read_spec"]
 
-NAME_LIMIT = 200  # characters; a problem's name also names its default result folder
+NAME_LIMIT = 1000  # characters of a problem name (its default result folder is shortened, see optmap.output)
 
 
 @dataclass
@@ -101,10 +115,11 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     what = f"{where}: [cost] model '{cost_entry.name}'"
     cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",))
     check_returned(what, cost_entry, cost_model, cost_model_missing)
+    check_priced(where, system, cost_model, cost_entry.name)
     names, senses = goals.objectives(where, tables["objective"], cost_model, cost_entry.name)
     upper, lower = goals.constraints(where, tables["constraints"], tuple(cost_model.metrics), cost_entry.name)
     fixed = goals.fixes(where, tables["fix"], cost_model)
-    search = search_defaults(where, tables["search"], host)
+    search = search_defaults(where, tables["search"], host, cost_model)
     _engine_fits(where, search.engine, host, cost_model, cost_entry.name)
     return Problem(name=name, path=path, spec=spec, workload=workload, system=system, cost_model=cost_model,
                    objectives=names, constraints=upper, search=search, host=host, senses=senses,

@@ -12,7 +12,20 @@ from optmap.options import suggestion, unknown_key, validate_options
 from optmap.problem.common import lookup, resolve, short
 from optmap.search import Budget
 
-DEFAULT_ENGINE = "exhaustive"
+EXHAUSTIVE_LIMIT = 1_000_000  # points a default exhaustive search may enumerate
+
+
+def default_engine(cost_model: Any, host: Host) -> str:
+    """The engine of a problem that names none: the formulation's own (``default_engine``), else
+    exhaustive for a small space, else the genetic algorithm (random sampling without pymoo)."""
+    import importlib.util
+
+    own = getattr(cost_model, "default_engine", None)
+    if isinstance(own, str) and own in host.registries["search_engine"]:
+        return own
+    if cost_model.space.size <= EXHAUSTIVE_LIMIT:
+        return "exhaustive"
+    return "ga" if "ga" in host.registries["search_engine"] and importlib.util.find_spec("pymoo") else "random"
 
 
 @dataclass
@@ -48,9 +61,10 @@ def budget(where: str, raw: Any) -> Budget:
     return Budget(evaluations=evaluations, seconds=float(seconds) if seconds is not None else None)
 
 
-def search_defaults(where: str, table: dict, host: Host) -> SearchDefaults:
+def search_defaults(where: str, table: dict, host: Host, cost_model: Any) -> SearchDefaults:
     """The section, with every engine option table validated against its engine's signature."""
-    engine = table.pop("engine", DEFAULT_ENGINE)
+    engine = table.pop("engine", None)
+    engine = default_engine(cost_model, host) if engine is None else engine
     seed = table.pop("seed", 0)
     limits = budget(where, table.pop("budget", {}))
     lookup(f"{where}: [search]", "engine", engine, host, "search_engine")

@@ -82,6 +82,17 @@ def apply_overrides(spec: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return spec
 
 
+MAX_DEPTH = 64  # levels of nested tables and arrays a problem file may hold
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    """How deeply ``value`` nests tables and arrays (stops counting past MAX_DEPTH)."""
+    if level > MAX_DEPTH or not isinstance(value, (dict, list)):
+        return level
+    children = value.values() if isinstance(value, dict) else value
+    return max((_depth(child, level + 1) for child in children), default=level + 1)
+
+
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
@@ -110,7 +121,11 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     """``text`` as a TOML table, or a one-line OptmapError naming ``where``, the line and column."""
     text = text.removeprefix("\ufeff")  # a byte-order mark is not part of the document
     try:
-        return tomllib.loads(text)
+        table = tomllib.loads(text)
+        if _depth(table) > MAX_DEPTH:
+            raise OptmapError(f"{where}: tables and arrays are nested more than {MAX_DEPTH} levels deep; "
+                              f"a problem file needs a few")
+        return table
     except RecursionError:
         raise OptmapError(f"{where}: invalid TOML: nested too deeply") from None
     except tomllib.TOMLDecodeError as exc:

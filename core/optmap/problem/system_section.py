@@ -158,5 +158,21 @@ def build_system(where: str, table: dict, host: Host, own: dict):
     topology: Entry = pop_name(where, "system", table, "topology", host, "topology")
     specs = groups(where, table.pop("groups", None), host, own)
     what = f"{where}: [system] topology '{topology.name}'"
-    system = call(what, topology, table, specs, section_keys=("topology", "groups"))
-    return check_returned(what, topology, system, System)
+    system = check_returned(what, topology, call(what, topology, table, specs, section_keys=("topology", "groups")),
+                            System)
+    object.__setattr__(system, "options_given", frozenset(table))  # what the file set, not a default
+    return system
+
+
+def check_priced(where: str, system: Any, cost_model: Any, cost_name: str) -> None:
+    """Refuse a topology or a [system] option the cost model declares it does not price."""
+    topologies = getattr(cost_model, "topologies", None)
+    if topologies is not None and system.topology not in topologies:
+        raise OptmapError(f"{where}: cost model '{cost_name}' cannot price topology '{system.topology}' "
+                          f"({getattr(cost_model, 'topology_reason', 'it does not model that network')}); "
+                          f"use one of: {', '.join(topologies)}")
+    priced = getattr(cost_model, "system_options", None)
+    unused = sorted(set(getattr(system, "options_given", ())) - set(priced)) if priced is not None else []
+    if unused:
+        raise OptmapError(f"{where}: [system] {unused[0]} is not used by cost model '{cost_name}', which prices "
+                          f"{', '.join(priced) or 'no [system] option'}; remove it (nothing written is ignored)")

@@ -77,8 +77,11 @@ class Archive:
         }
 
     def restore(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`state`; a ValueError when its values cannot be a search's."""
         self.best_x = None if state["best_x"] is None else np.array(state["best_x"], float).reshape(self.width)
         self.best_f = None if state["best_f"] is None else np.array(state["best_f"], float).reshape(self.objectives)
+        if self.best_f is not None and not np.isfinite(self.best_f).all():
+            raise ValueError(f"the best values {self.best_f.tolist()} are not finite")
         self.front_x = np.array(state["front_x"], float).reshape(-1, self.width)
         self.front_f = np.array(state["front_f"], float).reshape(-1, self.objectives)
         self.history = [HistoryPoint(int(e), float(s), float(b)) for e, s, b in state["history"]]

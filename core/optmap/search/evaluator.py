@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from optmap.checkpoint import Checkpoint
-from optmap.cost import CostModel, evaluate_batch
+from optmap.cost import CostModel, evaluate_batch, unit
 from optmap.errors import OptmapError
 from optmap.search.archive import Archive
 from optmap.search.budget import Budget
@@ -201,8 +201,11 @@ class Evaluator:
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state`: the budget, elapsed time and history go on from there."""
-        self.evaluations = int(state["evaluations"])
-        self.started = time.perf_counter() - float(state["seconds"])
+        evaluations, seconds = int(state["evaluations"]), float(state["seconds"])
+        if evaluations < 0 or not 0 <= seconds < float("inf"):
+            raise ValueError(f"evaluations {evaluations} and seconds {seconds} cannot be a run's")
+        self.evaluations = evaluations
+        self.started = time.perf_counter() - seconds
         self.archive.restore(state)
 
     def result(self, engine: str, seed: int, stopped: str, extra: dict | None = None) -> SearchResult:
@@ -233,4 +236,5 @@ class Evaluator:
             stopped=stopped,
             extra=dict(extra or {}),
             senses=self.senses,
+            units={m: unit(self.cost_model, m) for m in getattr(self.cost_model, "metrics", ())},
         )

@@ -31,6 +31,7 @@ class SearchResult:
     stopped: str
     extra: dict[str, Any] = field(default_factory=dict)
     senses: tuple[str, ...] = ()
+    units: dict[str, str] = field(default_factory=dict)  # metric -> unit, for reports
 
     def sense(self, objective: str) -> str:
         """``"max"`` or ``"min"`` for one of the objectives."""
@@ -43,6 +44,7 @@ class SearchResult:
             "seed": self.seed,
             "objectives": list(self.objectives),
             "senses": list(self.senses or ("min",) * len(self.objectives)),
+            "units": self.units,
             "values": self.values,
             "mapping": self.best.as_dict() if self.best else None,
             "report": self.report.to_json() if self.report else None,

@@ -19,7 +19,14 @@ Three things make a space fit a formulation without engine changes:
 """
 
 from optmap.space.design import DesignSpace, Mapping, Repair, Sampler
-from optmap.space.variables import KINDS, Variable, categorical, integer, permutation, real
+from optmap.space.variables import (
+           KINDS,
+           Variable,
+           categorical,
+           integer,
+           permutation,
+           real,
+)
 
 __all__ = ["KINDS", "DesignSpace", "Mapping", "Repair", "Sampler", "Variable", "categorical", "integer",
            "permutation", "real"]

@@ -135,7 +135,7 @@ class DesignSpace:
         def count(v: Variable) -> float:
             kids = children.get(v.name, [])
             if not kids:
-                return v.cardinality
+                return float(v.cardinality)  # floats: a huge space is inf, not an overflow
             total = 0.0
             for row in v.values():
                 value = v.value(row)

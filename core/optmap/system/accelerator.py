@@ -10,8 +10,8 @@ from typing import Any, Iterable, Mapping
 
 from optmap.errors import OptmapError
 from optmap.units import (
-    bytes_per_s_to_gbps,
     bytes_per_s_to_gBps,
+    bytes_per_s_to_gbps,
     bytes_to_gib,
     flops_to_tflops,
     gBps_to_bytes_per_s,

@@ -9,9 +9,22 @@
 """
 
 from optmap.workload.layer import (
-    DTYPE_BYTES, PHASE_PASSES, Layer, Shape, dtype_bytes, register_dtype, register_phase,
+    DTYPE_BYTES,
+    PHASE_PASSES,
+    Layer,
+    Shape,
+    dtype_bytes,
+    register_dtype,
+    register_phase,
 )
-from optmap.workload.ops import ACTIVATIONS, LayerFlops, OpKind, op_kind, op_names, register_op
+from optmap.workload.ops import (
+    ACTIVATIONS,
+    LayerFlops,
+    OpKind,
+    op_kind,
+    op_names,
+    register_op,
+)
 
 # imported on first use: they need networkx, which is slow to import (`optmap plugins` needs none)
 _LAZY = {"WorkloadBuilder": "builder", "Workload": "graph", "BlockItem": "views", "Node": "views",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 from optmap.errors import OptmapError, did_you_mean
 
 ACTIVATIONS = frozenset({

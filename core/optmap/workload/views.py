@@ -9,6 +9,7 @@ this view and :mod:`optmap.chain_dp`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from optmap.errors import OptmapError
 
 

@@ -33,7 +33,7 @@ so a seed reproduces the run exactly.
 from __future__ import annotations
 
 import numpy as np
-
+from optmap.bounds import Positive, Steps, floats, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator
 
@@ -49,12 +49,12 @@ class SimulatedAnnealing:
     def __init__(
         self,
         *,
-        chains: int = 8,
-        steps: int | None = None,
-        initial_temperature: float = 0.3,
+        chains: ints(1, 100_000) = 8,
+        steps: Steps | None = None,
+        initial_temperature: Positive = 0.3,
         cooling: float | None = None,
-        final_temperature: float = 1e-4,
-        step_size: float = 0.1,
+        final_temperature: Positive = 1e-4,
+        step_size: floats(0, 1, open_low=True) = 0.1,
     ) -> None:
         """Options (``[search.anneal]`` keys).
 

@@ -23,7 +23,6 @@ The repair sorts the cuts and spreads equal ones apart, so every vector is a val
 from __future__ import annotations
 
 import numpy as np
-
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, integer, permutation

@@ -1,0 +1,75 @@
+"""Activations, element-wise arithmetic and reductions.
+
+* Relu, Sigmoid, Tanh, Softmax, LeakyRelu, HardSwish, Gelu and Clip(0, 6) / Clip(0, ∞) ->
+  activation (relu6 / relu).
+* ``Add``/``Sum`` of two or more activations -> add (a residual merge); any other element-wise
+  op of two or more activations (Mul, Sub, Div, Pow, Max, Where, ...) -> binary.
+* An element-wise op of one activation and constants (a bias Add, a scale Mul, Exp, Erf, PRelu,
+  other Clips, Resize, ...) -> elementwise. Its floating-point initializers with more than one
+  element (a bias, a PReLU slope, a learned position embedding) count as its parameters; scalars
+  (a scale, an epsilon, an exponent) and constants computed in the graph (masks) do not.
+* ReduceSum, ReduceMax, ..., ArgMax and a ReduceMean that is not a global average pooling ->
+  reduce (one FLOP per input element).
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .convert import Converter, Unsupported, attributes, handles, has_input
+from .ops import BINARY, ELEMENTWISE, REDUCE
+
+ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": "softmax",
+               "LeakyRelu": "leaky_relu", "HardSwish": "hardswish", "Gelu": "gelu"}
+UNARY = ("Abs", "Acos", "Asin", "Atan", "Ceil", "Celu", "Cos", "Cosh", "CumSum", "Elu", "Erf", "Exp", "Floor",
+         "HardSigmoid", "IsInf", "IsNaN", "Log", "LogSoftmax", "Mish", "Neg", "Not", "PRelu", "Reciprocal",
+         "Resize", "Round", "Selu", "Shrink", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Tan",
+         "ThresholdedRelu", "Trilu", "Upsample")
+BINARY_OPS = ("Add", "And", "BitShift", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max",
+              "Mean", "Min", "Mod", "Mul", "Or", "Pow", "Sub", "Sum", "Where", "Xor")
+REDUCTIONS = ("ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+              "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")
+
+
+@handles(*ACTIVATIONS)
+def activation(c: Converter, node: onnx.NodeProto) -> None:
+    c.emit("activation", [node.input[0]], node.output[0], kind=ACTIVATIONS[node.op_type])
+
+
+def _clip_bounds(c: Converter, node: onnx.NodeProto) -> list[float | None]:
+    a, bounds = attributes(node), []
+    for index, key in ((1, "min"), (2, "max")):
+        if has_input(node, index):  # opset 11+: bounds are inputs
+            value = c.g.const_value(node.input[index])
+            bounds.append(None if value is None or value.size != 1 else float(value.reshape(())))
+        else:
+            bounds.append(a.get(key))
+    return bounds
+
+
+@handles("Clip")
+def clip(c: Converter, node: onnx.NodeProto) -> None:
+    kind = {(0.0, 6.0): "relu6", (0.0, None): "relu"}.get(tuple(_clip_bounds(c, node)))
+    if kind is not None and not any(c.g.is_activation(x) for x in node.input[1:] if x):
+        c.emit("activation", [node.input[0]], node.output[0], kind=kind)
+    else:
+        arithmetic(c, node)
+
+
+@handles(*UNARY, *BINARY_OPS)
+def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
+    xs = list(dict.fromkeys(c.activations(node)))  # x * x reads x once
+    if len(xs) == 1:
+        c.emit(ELEMENTWISE, xs, node.output[0], fn=node.op_type, params=c.trainable_elements(node))
+    elif node.op_type in ("Add", "Sum") and len(xs) == len(node.input):
+        c.emit("add", xs, node.output[0])
+    else:
+        c.emit(BINARY, xs, node.output[0], fn=node.op_type)
+
+
+@handles(*REDUCTIONS)
+def reduce(c: Converter, node: onnx.NodeProto) -> None:
+    if has_input(node, 1) and c.g.is_activation(node.input[1]):
+        raise Unsupported(f"{node.op_type} (axes computed from the input)")
+    c.emit(REDUCE, [node.input[0]], node.output[0], fn=node.op_type)
+

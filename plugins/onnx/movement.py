@@ -1,0 +1,89 @@
+"""Data movement: layers that move or copy elements and compute nothing (0 FLOPs).
+
+* ``Concat`` of activations -> concat; with constants among its inputs (a class token) -> copy,
+  counting the non-scalar float initializers as parameters.
+* ``Flatten`` or ``Reshape`` to a per-sample vector -> flatten; other reshapes, ``Squeeze``,
+  ``Unsqueeze``, ``DepthToSpace``, ``SpaceToDepth`` -> reshape; ``Transpose`` -> transpose.
+* ``Slice``, each output of ``Split``, and ``Gather``/``GatherElements``/``GatherND`` of an
+  activation -> slice; ``Gather`` of rows of a constant table by activation indices -> embedding
+  (the table is its parameters).
+* ``Expand``, ``Tile``, ``Pad``, ``ScatterND``, ``ScatterElements`` -> copy.
+* ``Dropout`` -> dropout; ``Identity``, ``Cast`` and ``CastLike`` are no layer at all.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx
+
+from .convert import Converter, Unsupported, attributes, handles, has_input
+from .ops import COPY, EMBEDDING, RESHAPE, SLICE, TRANSPOSE
+
+
+@handles("Concat")
+def concat(c: Converter, node: onnx.NodeProto) -> None:
+    xs = c.activations(node)
+    rank = len(c.g.shape(node.output[0])) + 1
+    axis = int(attributes(node)["axis"]) % rank
+    if axis == 0:
+        raise Unsupported("Concat (along the batch)")
+    if len(xs) == len(node.input) and len(set(xs)) == len(xs) > 1:
+        c.emit("concat", xs, node.output[0], axis=axis - 1)
+    else:
+        c.emit(COPY, xs, node.output[0], fn="Concat", params=c.trainable_elements(node))
+
+
+@handles("Flatten", "Reshape", "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth")
+def reshape(c: Converter, node: onnx.NodeProto) -> None:
+    if node.op_type in ("Flatten", "Reshape") and len(c.g.shape(node.output[0])) == 1:
+        c.emit("flatten", [node.input[0]], node.output[0])  # torch.flatten(x, 1)
+    else:
+        c.emit(RESHAPE, [node.input[0]], node.output[0], fn=node.op_type)
+
+
+@handles("Transpose")
+def transpose(c: Converter, node: onnx.NodeProto) -> None:
+    perm = attributes(node).get("perm")  # ONNX's, over the whole tensor (batch included)
+    c.emit(TRANSPOSE, [node.input[0]], node.output[0], **({"perm": tuple(perm)} if perm is not None else {}))
+
+
+@handles("Slice", "GatherElements", "GatherND")
+def slice_(c: Converter, node: onnx.NodeProto) -> None:
+    c.emit(SLICE, c.activations(node), node.output[0], fn=node.op_type)
+
+
+@handles("Split")
+def split(c: Converter, node: onnx.NodeProto) -> None:
+    for i, out in enumerate(node.output):
+        if out:
+            c.emit(SLICE, [node.input[0]], out, suffix=f".{i}", fn="Split")
+
+
+@handles("Gather")
+def gather(c: Converter, node: onnx.NodeProto) -> None:
+    data, indices = node.input[0], node.input[1]
+    if c.g.is_activation(data):
+        c.emit(SLICE, c.activations(node), node.output[0], fn="Gather")
+    elif int(attributes(node).get("axis", 0)) == 0:  # rows of a table: an embedding lookup
+        c.emit(EMBEDDING, [indices], node.output[0], params=math.prod(c.g.const_shape(data)))
+    else:
+        raise Unsupported("Gather (of a constant along an axis other than its rows)")
+
+
+@handles("Expand", "Tile", "Pad", "ScatterND", "ScatterElements")
+def copy(c: Converter, node: onnx.NodeProto) -> None:
+    c.emit(COPY, c.activations(node), node.output[0], fn=node.op_type, params=c.trainable_elements(node))
+
+
+@handles("Dropout")
+def dropout(c: Converter, node: onnx.NodeProto) -> None:
+    ratio = c.g.const_value(node.input[1]) if has_input(node, 1) else None
+    p = float(ratio.reshape(())) if ratio is not None and ratio.size == 1 else float(
+        attributes(node).get("ratio", 0.5))
+    c.emit("dropout", [node.input[0]], node.output[0], p=p)
+
+
+@handles("Identity", "Cast", "CastLike")
+def identity(c: Converter, node: onnx.NodeProto) -> None:
+    c.alias(node.output[0], node.input[0])
