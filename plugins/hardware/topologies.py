@@ -94,7 +94,7 @@ def fully_connected(
     n = len(devices)
     use_switch = _switch(name, switch, n)
     links = n if use_switch else n * (n - 1) // 2
-    if links > MAX_DIRECT_LINKS:
+    if not use_switch and links > MAX_DIRECT_LINKS:
         raise OptmapError(
             f"topology '{name}': switch = false links every pair directly, {links:,} links for {n:,} devices, "
             f"more than the limit of {MAX_DIRECT_LINKS:,}; set switch = true (the same bandwidth and latency "
