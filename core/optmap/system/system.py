@@ -250,6 +250,8 @@ class System:
         return self._route(a, b).latency
 
     def _subset(self, devices: Sequence[int]) -> tuple[float, float]:
+        if len(devices) > 1:
+            self.graph  # routing needs it: built now, or one line before a huge ring is listed
         ring = tuple(self._check_device(d) for d in devices)
         cached = self._subsets.get(ring)
         if cached is not None:
