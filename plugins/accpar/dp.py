@@ -115,21 +115,15 @@ def _chain(nodes: list[float], blocks: list[float]) -> tuple[float, list[int]]:
     for k in range(len(nodes) // 3 - 1):
         a0, a1, a2, b0, b1, b2, d0, d1, d2 = blocks[9 * k:9 * k + 9]
         n0, n1, n2 = nodes[3 * k + 3:3 * k + 6]
-        arg = []
-        costs = []
-        for v0, v1, v2, n in ((c0 + a0, c1 + b0, c2 + d0, n0), (c0 + a1, c1 + b1, c2 + d1, n1),
-                              (c0 + a2, c1 + b2, c2 + d2, n2)):
-            if v0 <= v1 and v0 <= v2:
-                arg.append(0)
-                costs.append(v0 + n)
-            elif v1 <= v2:
-                arg.append(1)
-                costs.append(v1 + n)
-            else:
-                arg.append(2)
-                costs.append(v2 + n)
-        c0, c1, c2 = costs
-        history.append(arg)
+        # for each state s of the next node: the best state of this one, the first of equal minima
+        v0, v1, v2 = c0 + a0, c1 + b0, c2 + d0
+        s0, m0 = (0, v0) if v0 <= v1 and v0 <= v2 else (1, v1) if v1 <= v2 else (2, v2)
+        v0, v1, v2 = c0 + a1, c1 + b1, c2 + d1
+        s1, m1 = (0, v0) if v0 <= v1 and v0 <= v2 else (1, v1) if v1 <= v2 else (2, v2)
+        v0, v1, v2 = c0 + a2, c1 + b2, c2 + d2
+        s2, m2 = (0, v0) if v0 <= v1 and v0 <= v2 else (1, v1) if v1 <= v2 else (2, v2)
+        c0, c1, c2 = m0 + n0, m1 + n1, m2 + n2
+        history.append((s0, s1, s2))
     cost = (c0, c1, c2)
     state = min(range(STATES), key=cost.__getitem__)
     best = cost[state]
