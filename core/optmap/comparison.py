@@ -10,6 +10,9 @@ objective:
   needed (mean over those runs);
 - evaluations and wall seconds per run; the speedup of the baseline's value over each engine's.
 
+A maximised objective (throughput) is compared the other way round: the best known value is the
+largest, the gap is how far below it an engine stays, and the speedup is engine / baseline.
+
 An engine that fails (say, no feasible mapping within the budget) is counted in ``failed`` and
 the comparison goes on; every engine is built (options, capabilities) before any run starts.
 """
@@ -75,20 +78,24 @@ class Comparison:
         return table.getvalue(), history.getvalue()
 
     def plot(self) -> bytes:
-        """A PNG of best-so-far against evaluations, one line per engine.
+        """A PNG of best-so-far against evaluations, one line per engine, and each engine's
+        per-layer compute and communication seconds beside it (when the cost model reports layers).
 
         The line is the median over seeds (band: min to max); an engine that scores a single
         plan (a fixed plan, a DP) is a dashed horizontal line at its value.
         """
-        try:
-            import matplotlib
+        from optmap.plots import has_layers, layer_bars, pyplot
 
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
-        figure, axes = plt.subplots(figsize=(7.5, 4.8))
+        plt = pyplot()
         engines = list(dict.fromkeys(run.engine for run in self.runs))
+        # beside the convergence: each engine's per-layer seconds (its first seed's run)
+        layered = [(name, run.report) for name in engines
+                   for run in [next((r for r in self.runs if r.engine == name and has_layers(r.report)), None)] if run]
+        figure, panels = plt.subplots(1, 2 if layered else 1, squeeze=False, figsize=(17 if layered else 7.5, 4.8),
+                                      gridspec_kw={"width_ratios": [1, 1.6]} if layered else None)
+        axes = panels[0][0]
+        if layered:
+            layer_bars(panels[0][1], layered)
         longest = max((run.evaluations for run in self.runs), default=1)
         positive = True
         for index, name in enumerate(engines):
@@ -130,9 +137,10 @@ def _best_at(run: SearchResult, grid: np.ndarray) -> np.ndarray:
     return np.where(index >= 0, best[np.maximum(index, 0)], np.inf)
 
 
-def _first_within(run: SearchResult, target: float) -> tuple[float, float]:
+def _first_within(run: SearchResult, target: float, sign: float) -> tuple[float, float]:
+    """The evaluations and seconds a run needed to reach ``target`` (``sign`` -1: maximised)."""
     for point in run.history:
-        if point.best <= target:
+        if sign * point.best <= sign * target:
             return point.evaluations, point.seconds
     return math.nan, math.nan
 
@@ -176,6 +184,7 @@ def compare(
     if baseline is not None and baseline not in engines:
         raise OptmapError(f"baseline '{baseline}' is not among the compared engines: {', '.join(engines)}")
     objective = problem.objectives[0]
+    sign = -1.0 if (problem.senses or ("min",))[0] == "max" else 1.0  # -1: more is better
     built = {name: make_engine(problem, name) for name in engines}
     runs: list[SearchResult] = []
     failed: dict[str, int] = {name: 0 for name in engines}
@@ -204,18 +213,19 @@ def compare(
     found = [run.values[objective] for run in runs if run.values]
     if not found:
         raise OptmapError("no engine found a feasible mapping; relax [constraints] or raise the budget")
-    if exact_values and min(exact_values) <= min(found):
-        best_known, source = min(exact_values), "exact optimum"
+    best = min if sign > 0 else max
+    if exact_values and sign * best(exact_values) <= sign * best(found):
+        best_known, source = best(exact_values), "exact optimum"
     else:
-        best_known, source = min(found), "best found"
+        best_known, source = best(found), "best found"
     table = Comparison(problem.name, objective, baseline, best_known, source, runs)
-    target = best_known + CLOSE * abs(best_known)
+    target = best_known + sign * CLOSE * abs(best_known)
     base = [r.values[objective] for r in runs if r.engine == baseline and r.values]
     base_value = float(np.mean(base)) if base else None
     for name in engines:
         mine = [r for r in runs if r.engine == name and r.values]
         values = np.array([r.values[objective] for r in mine]) if mine else np.array([math.nan])
-        reach = [_first_within(r, target) for r in mine]
+        reach = [_first_within(r, target, sign) for r in mine]
         mean = float(values.mean())
         row = {
             "engine": name,
@@ -224,7 +234,7 @@ def compare(
             "best_mean": mean,
             "best_min": float(values.min()),
             "best_max": float(values.max()),
-            "gap_percent": float(100 * (mean - best_known) / abs(best_known)) if best_known else math.nan,
+            "gap_percent": float(100 * sign * (mean - best_known) / abs(best_known)) if best_known else math.nan,
             "within_1pct": sum(not math.isnan(e) for e, _ in reach),
             "evals_to_1pct": _mean(e for e, _ in reach),
             "seconds_to_1pct": _mean(s for _, s in reach),
@@ -232,6 +242,7 @@ def compare(
             "wall_seconds": _mean(r.seconds for r in mine),
         }
         if baseline is not None:
-            row["speedup"] = float(base_value / mean) if base_value is not None and mean else math.nan
+            ratio = (base_value / mean if sign > 0 else mean / base_value) if base_value and mean else math.nan
+            row["speedup"] = float(ratio)
         table.rows.append(row)
     return table

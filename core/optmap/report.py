@@ -125,3 +125,18 @@ def console(stderr: bool = False) -> Console:
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 220)
+
+
+def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
+    """The entries of a cost report's plan that :func:`result_table` does not show (nested ones),
+    one row each as JSON cut to ``width`` characters."""
+    import json
+
+    nested = {key: value for key, value in plan.items() if not any(True for _ in _plan_rows({key: value}))}
+    if not nested:
+        return None
+    table = Table(title="plan", show_header=False)
+    for key, value in nested.items():
+        text = json.dumps(value, default=str)
+        table.add_row(str(key), text if len(text) <= width else text[: width - 3] + "...")
+    return table

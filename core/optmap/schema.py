@@ -35,12 +35,20 @@ def _variants(host, kind: str, key: str, skip: int) -> list[dict[str, Any]]:
 def problem_schema(plugins: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     """The schema: sections, and for each plugin section one variant per registered plugin."""
     host = load_host(tuple(plugins))
-    group = {
+    from optmap.problem.system_section import accelerator_definition, datasheet_overrides
+
+    overrides = options_schema(datasheet_overrides)
+    group = {  # an accelerator registered by a plugin or defined in [accelerators]; the other keys are its options
         "type": "object",
-        "properties": {"accelerator": {"enum": host.names("accelerator")}, "count": {"type": "integer", "minimum": 1}},
+        "properties": {"accelerator": {"type": "string", "examples": host.names("accelerator")},
+                       "count": {"type": "integer", "minimum": 1}, "name": {"type": "string", "minLength": 1},
+                       **overrides.get("properties", {})},
         "required": ["accelerator", "count"],
-        "additionalProperties": False,
+        "additionalProperties": True,
     }
+    definition = options_schema(accelerator_definition)
+    definition.pop("title", None)
+    definition["additionalProperties"] = False
     systems = _variants(host, "topology", "topology", 1)
     for variant in systems:
         variant["properties"]["groups"] = {"type": "array", "items": group, "minItems": 1}
@@ -69,12 +77,16 @@ def problem_schema(plugins: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
             "workload": {"anyOf": _variants(host, "workload", "model", 0)},
             "system": {"anyOf": systems},
             "cost": {"anyOf": _variants(host, "cost_model", "model", 2)},
+            "accelerators": {"type": "object", "additionalProperties": definition},
+            "fix": {"type": "object", "description": "decisions pinned for every engine (optmap show lists them)"},
             "objective": {
                 "type": "object",
-                "properties": {"minimize": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+                "properties": {"minimize": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                               "maximize": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
                 "additionalProperties": False,
             },
-            "constraints": {"type": "object", "patternProperties": {"^max_": {"type": "number"}}, "additionalProperties": False},
+            "constraints": {"type": "object", "patternProperties": {"^(max|min)_": {"type": "number"}},
+                            "additionalProperties": False},
             "search": {"type": "object", "properties": search_properties, "additionalProperties": False},
         },
         "required": ["workload", "system", "cost"],

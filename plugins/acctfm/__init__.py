@@ -5,7 +5,8 @@ BERT, GPT-2, or explicit sizes). Cost model ``acctfm`` (per-block micro-batch co
 direction, optional token top-k + piecewise quantisation, over Megatron tensor parallelism with
 the System's All-Reduce); engines ``acctfm`` (Algorithm 1, faithful or exact) and ``megatron``
 (the baseline plan). Numerical core: ``tensor_parallel`` (per-micro-batch cost tables),
-``schedule``, ``compression``; problems in ``problems/acctfm/``.
+``schedule``, ``compression``, ``measured`` (block shards priced by the shared
+``optmap.compute`` on a calibrated accelerator); problems in ``problems/acctfm/``.
 """
 
 from optmap.hookspecs import hookimpl

@@ -20,8 +20,18 @@ Scoring (every number a named option below, defaults documented)
     * Per-micro-batch compute (note D5): ``launch_overhead + FLOPs_mb / (N · peak · eff(rows))``
       with ``eff(m) = efficiency · m / (m + half_efficiency_tokens)``; peak is the slowest
       device's ``Accelerator.flops_per_s(workload dtype)`` (Megatron splits evenly, so the slowest
-      sets the pace). Compression kernels cost ``kernel_ns_per_element`` per dense element of the
-      message, on the compute stream (note D6).
+      sets the pace). This curve is the paper-faithful model, and the only one ``compute =
+      "curve"`` uses. With ``compute = "auto"`` (default) and a slowest device that carries a
+      measured calibration (``optmap.compute.calibration_of``: the ``h100-sxm`` / ``a100-sxm``
+      presets, a preset file written by ``optmap calibrate``), each block's shard is priced
+      instead by :func:`optmap.compute.compute_time` from its real shapes (:mod:`.measured`): the
+      QKV GEMM m = (B/K)·S, k = d_model, n = (inner + 2·kv_inner)/N; flash attention over
+      heads/N; the output GEMM k = inner/N, n = d_model; fc1 n = mlp_in/N (gate + up when gated),
+      fc2 k = d_ff/N; forward passes forward, input- and weight-gradient passes backward; with
+      ``elementwise`` also its norms, residual adds and activation as memory-bound kernels; and
+      the serial head as a vocabulary-parallel GEMM (+ its loss). An accelerator without a
+      calibration keeps the curve exactly. Compression kernels cost ``kernel_ns_per_element`` per
+      dense element of the message, on the compute stream (note D6).
     * Per-micro-batch communication: one All-Reduce of the block output (fwd) or input gradient
       (bwd), [B/K, S, d_model] (Eq. 3), timed by :func:`optmap.collectives.collective_time` on
       the problem's System with ``algorithm`` (paper: recursive doubling; α is the topology's
@@ -48,6 +58,7 @@ from typing import Literal
 import numpy as np
 from optmap.bounds import Fraction, NonNegative, floats, ints
 from optmap.collectives import collective_time
+from optmap.compute import calibration_of
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.plugins.transformer.workload import TransformerWorkload
@@ -58,6 +69,7 @@ from optmap.workload import Workload
 
 from . import schedule
 from .compression import num_kept
+from .measured import MeasuredCompute
 from .schedule import CostTables
 from .tensor_parallel import Compression, ComputeModel, megatron_tables
 
@@ -91,6 +103,8 @@ class AccTFMCostModel(CostModel):
         efficiency: Fraction = 0.6,
         half_efficiency_tokens: NonNegative = 256.0,
         launch_overhead_us: floats(0, 1e6) = 50.0,
+        compute: Literal["auto", "curve"] = "auto",
+        elementwise: bool = True,
         kernel_ns_per_element: floats(0, 1e6) = 0.02,
         include_head: bool = True,
         head_comm: bool = True,
@@ -106,7 +120,11 @@ class AccTFMCostModel(CostModel):
         doubling). ``micro_batches`` the candidate K (Alg. 1 ps). ``efficiency`` large-GEMM
         fraction of peak (0.6, assumption); ``half_efficiency_tokens`` GEMM rows per device at
         which efficiency halves (256, assumption); ``launch_overhead_us`` per block and
-        micro-batch (50 µs: launches, softmax, LayerNorm; assumption). ``kernel_ns_per_element``
+        micro-batch (50 µs: launches, softmax, LayerNorm; assumption); these three shape the curve
+        only. ``compute``: "auto" prices blocks by the shared compute model when the slowest
+        device carries a measured calibration (module docstring), "curve" keeps the paper-faithful
+        curve on every accelerator. ``elementwise`` (measured model only) adds each block's norms,
+        residual adds and activation, and the loss, as memory-bound kernels. ``kernel_ns_per_element``
         compression kernels (0.02 ns ≈ three passes over fp32 at 672 GB/s, TITAN RTX).
         ``include_head`` / ``head_comm`` charge the serial output head and the vocabulary-parallel
         All-Reduces. ``scale_bytes`` one fp32 max|R| per message (note D12); ``score_bytes`` An
@@ -142,9 +160,15 @@ class AccTFMCostModel(CostModel):
                                   f"({size}) divisible by {self.n}")
         self.ks = ks
         self.algorithm = algorithm
-        self.peak = min(device.flops_per_s(workload.dtype) for device in system.devices)
-        self.compute = ComputeModel(peak_flops=self.peak, eff_max=efficiency, half_tokens=half_efficiency_tokens,
-                                    launch_overhead=us_to_s(launch_overhead_us))
+        slowest = min(system.devices, key=lambda device: device.flops_per_s(workload.dtype))
+        self.peak = slowest.flops_per_s(workload.dtype)
+        self.measured = compute == "auto" and calibration_of(slowest) is not None
+        if self.measured:  # the shared, shape-aware compute model (optmap.compute)
+            self.compute = MeasuredCompute.from_workload(workload, cfg, slowest, elementwise)
+        else:  # note D5: the paper-faithful efficiency curve
+            self.compute = ComputeModel(peak_flops=self.peak, eff_max=efficiency,
+                                        half_tokens=half_efficiency_tokens, launch_overhead=us_to_s(launch_overhead_us))
+        self.compute_label = f"optmap.compute ({slowest.name})" if self.measured else "efficiency curve"
         self._compression = dict(scale_bytes=scale_bytes, score_bytes=score_bytes, rounding=topk_rounding,
                                  kernel_s_per_elem=kernel_ns_per_element * 1e-9)
         self._table_options = dict(bytes_per_elem=self.bytes, include_head=include_head, head_comm=head_comm,
@@ -315,6 +339,6 @@ class AccTFMCostModel(CostModel):
             "baseline": {"time": base.iter_time, "idle_rate": base.idle_rate, "comm_bytes": base.comm_bytes},
             "system": {"devices": self.n, "algorithm": self.algorithm,
                        "bandwidth_Bps": self.system.subset_bandwidth(), "latency_s": self.system.subset_latency(),
-                       "peak_flops": self.peak, "dtype": self.workload.dtype},
+                       "peak_flops": self.peak, "dtype": self.workload.dtype, "compute": self.compute_label},
         }
         return CostReport(metrics=metrics, layers=tuple(layers), plan=plan)

@@ -9,7 +9,9 @@ small micro-batches inefficient, otherwise K = 4 always wins, note §1.2):
     eff(m) = eff_max · m / (m + half_tokens)          # saturating GEMM efficiency in GEMM rows m
 
 FLOPs split evenly over the N devices (heads and d_ff columns are split, rows are not), so
-tokens_mb = (B/K)·S rows per device. With compression the quantise/dequantise/gather kernels are
+tokens_mb = (B/K)·S rows per device. On an accelerator with a measured calibration the cost
+model passes :class:`~.measured.MeasuredCompute` instead, which prices each block's GEMMs and
+attention by their shapes through :mod:`optmap.compute` (both satisfy :class:`BlockCompute`). With compression the quantise/dequantise/gather kernels are
 charged to the compute stream (note D6): ``kernel_s_per_elem`` × dense elements of the message.
 
 Communication (paper Eq. 3; note §1.1): one All-Reduce per block and direction, of the
@@ -38,7 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, Literal, Protocol
 
 import numpy as np
 from optmap.plugins.transformer.config import TransformerConfig
@@ -66,6 +68,30 @@ class ComputeModel:
         tokens = np.asarray(tokens, float)
         eff = self.eff_max * tokens / (tokens + self.half_tokens)  # note D5: eff saturates with size
         return self.launch_overhead + np.asarray(flops, float) / (n_devices * self.peak_flops * eff)  # note D5
+
+    def blocks(self, cfg: TransformerConfig, samples: np.ndarray, n_devices: int) -> tuple[np.ndarray, np.ndarray]:
+        """Forward and backward seconds per micro-batch of every block, [L, P] (``samples`` [1, P])."""
+        a = cfg.arrays()
+        rows = a.tokens[:, None] * samples  # GEMM rows per micro-batch
+        return (self.time(a.flops_fwd[:, None] * samples, rows, n_devices),
+                self.time(a.flops_bwd[:, None] * samples, rows, n_devices))
+
+    def head(self, cfg: TransformerConfig, batch: int, n_devices: int, backward: bool) -> tuple[float, float]:
+        """Forward and backward seconds of the serial output head (0 without ``lm_head``)."""
+        if not cfg.lm_head:
+            return 0.0, 0.0
+        hf = cfg.head_flops_fwd() * batch
+        fwd = float(self.time(hf, batch * cfg.seq_len, n_devices))
+        return fwd, float(self.time(cfg.bwd_factor * hf, batch * cfg.seq_len, n_devices)) if backward else 0.0
+
+
+class BlockCompute(Protocol):
+    """What the tables need from a compute model: :class:`ComputeModel` (the curve) or
+    :class:`~.measured.MeasuredCompute` (the shared compute model on a measured accelerator)."""
+
+    def blocks(self, cfg: TransformerConfig, samples: np.ndarray, n_devices: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def head(self, cfg: TransformerConfig, batch: int, n_devices: int, backward: bool) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True)
@@ -112,7 +138,7 @@ def alpha_beta_allreduce(n_devices: int = 4, alpha: float = 50e-6, bandwidth: fl
 # ---- cost tables --------------------------------------------------------------------------------------
 
 def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduce_time: AllReduceTime, *,
-                    compute: ComputeModel = ComputeModel(), compression: Compression = Compression(),
+                    compute: BlockCompute = ComputeModel(), compression: Compression = Compression(),
                     ks: tuple[int, ...] = PS, bytes_per_elem: int = 4, include_head: bool = True,
                     head_comm: bool = True, backward: bool = True) -> CostTables:
     """Per-micro-batch compute/comm tables [L, len(ks)] of ``cfg``'s block chain (Alg. 1 line 1).
@@ -126,7 +152,6 @@ def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduc
     a = cfg.arrays()
     kk = np.asarray(ks, float)[None, :]
     b = batch / kk  # samples per micro-batch, [1, P]
-    rows = a.tokens[:, None] * b  # GEMM rows per micro-batch, [L, P]
 
     comp = compression
     quant = comp.bits < 8 * bytes_per_elem
@@ -147,17 +172,16 @@ def megatron_tables(cfg: TransformerConfig, batch: int, n_devices: int, allreduc
     kern = comp.kernel_s_per_elem if (sparse or quant) else 0.0  # no kernels when nothing is compressed
     bf, dense_f = data_bytes(a.msg_fwd)
     bb, dense_b = data_bytes(a.msg_bwd)
-    tcp_f = compute.time(a.flops_fwd[:, None] * b, rows, n_devices) + kern * dense_f
-    tcp_b = compute.time(a.flops_bwd[:, None] * b, rows, n_devices) + kern * dense_b
+    block_f, block_b = compute.blocks(cfg, b, n_devices)
+    tcp_f = block_f + kern * dense_f
+    tcp_b = block_b + kern * dense_b
     score = np.where(a.computes_mask[:, None] & sparse, cfg.seq_len * b * comp.score_bytes, 0.0)  # An, note D6
     tcm_f = ar(bf) + ar(score)  # Eq. 3 for the data and the An All-Reduce
     tcm_b = ar(bb)  # backward reuses the forward mask (§4.3.1)
 
     scp_f = scm_f = scp_b = scm_b = sbytes = 0.0
-    if include_head and cfg.lm_head:
-        hf = cfg.head_flops_fwd() * batch
-        scp_f = float(compute.time(hf, batch * cfg.seq_len, n_devices))
-        scp_b = float(compute.time(cfg.bwd_factor * hf, batch * cfg.seq_len, n_devices)) if backward else 0.0
+    if include_head:
+        scp_f, scp_b = compute.head(cfg, batch, n_devices, backward)
     if include_head and head_comm:
         act = batch * cfg.seq_len * cfg.d_model * bytes_per_elem
         n_emb = 2 if cfg.kind == "encoder-decoder" else 1

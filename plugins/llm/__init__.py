@@ -1,8 +1,9 @@
 """LLM training plans: Megatron-style tensor × pipeline × data parallelism on GPU clusters.
 
 Topologies ``dgx-a100`` and ``dgx-h100`` (nodes of 8 GPUs, NVSwitch inside, one InfiniBand
-adapter per GPU between nodes; :mod:`.cluster`, constants cited there); cost model ``megatron-3d`` (:mod:`.model`: iteration time with its parts and memory
-per GPU, Korthikanti et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
+adapter per GPU between nodes; :mod:`.cluster`, constants cited there); cost model
+``megatron-3d`` (:mod:`.model`: iteration time with its parts and memory per GPU, Korthikanti
+et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
 :mod:`.compute`); engine ``megatron-3d`` (:mod:`.engine`: every valid plan in one vectorised pass,
 best plan and top alternatives). Problems in ``problems/llm/``; the shared ``transformer``
 workload (GPT and Llama presets) describes the model.

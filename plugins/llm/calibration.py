@@ -3,51 +3,52 @@
 ``python -m optmap.plugins.llm.calibration`` fits the two A100 constants of :mod:`.compute`
 (``gemm``: large-GEMM fraction of the 312 TFLOP/s peak; ``memory``: fraction of the 2,039 GB/s
 HBM that memory-bound kernels reach) on the Megatron-LM runs of :mod:`.published`, by a grid
-search minimising the mean absolute relative error of the predicted iteration time. Every
-constant is fitted on many runs of several papers at once, never on one run.
+search minimising the mean absolute relative error of the predicted iteration time. The GEMM
+shape curve is not fitted here: it comes from the H100 measurements (:mod:`.compute`).
 
-Fitted on the runs whose configuration is published (Korthikanti Table 5; Narayanan Table 2,
-whose interleaving the planner chooses). Held out: leave one of those two sources out (fit on the
-other, report the error on it); Narayanan Table 1 (micro-batch and interleaving unpublished, so
-the planner chooses them) and the DeepSpeed MT-NLG runs are never fitted.
+Every constant is fitted on many runs of several papers at once, never on one run, and the
+errors are held out **by source**: for each of the three Megatron-LM sources (Korthikanti et al.
+2022 Table 5; Narayanan et al. SC'21 Tables 1 and 2) the constants are fitted on the other two
+and the error is measured on it. The shipped constants are the fit on all three. The DeepSpeed
+MT-NLG runs are never fitted (a different pipeline engine).
 
-A run's prediction pins the decisions its paper reports and lets the planner choose the rest
-(micro-batch and interleaving where unreported): the best feasible plan under those pins.
+A run's prediction pins the decisions its paper reports (and Megatron-LM's defaults for what it
+does not, see :mod:`.published`), sets the cost-model options of the run's software, and lets
+the planner choose what is left (the micro-batch of Narayanan's Table 1): the best feasible plan.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from optmap.plugins.hardware.accelerators import A100
 from optmap.plugins.transformer.workload import build
-from optmap.system import GroupSpec
+from optmap.system import Accelerator, GroupSpec
 
 from .cluster import dgx_a100
 from .compute import A100_FIT, Device, Efficiency
-from .engine import enumerate_plans
+from .engine import plan_table
 from .model import Megatron3DCostModel
-from .published import Run, runs
+from .published import MEGATRON_SOURCES, Run, runs
 
-FIT_SOURCES = ("korthikanti-t5", "narayanan-t2")
-
-GEMM_GRID = np.round(np.arange(0.60, 0.951, 0.01), 3)
-MEMORY_GRID = np.round(np.arange(0.50, 1.001, 0.10), 3)
+GEMM_GRID = np.round(np.arange(0.70, 0.901, 0.01), 3)
+MEMORY_GRID = np.round(np.arange(0.55, 1.001, 0.05), 3)
 
 
-def model_for(run: Run, dtype: str = "fp16") -> Megatron3DCostModel:
-    """The megatron-3d model of a run on a DGX-A100 cluster of exactly its GPU count."""
-    system = dgx_a100([GroupSpec(A100, run.gpus)])
-    return Megatron3DCostModel(build(run.config, run.batch, dtype), system)
+def model_for(run: Run, dtype: str = "fp16", accelerator: Accelerator = A100, **options) -> Megatron3DCostModel:
+    """The megatron-3d model of a run on a DGX-A100 cluster of exactly its GPU count (``options``
+    are cost-model options on top of the run's own)."""
+    system = dgx_a100([GroupSpec(accelerator, run.gpus)])
+    return Megatron3DCostModel(build(run.config, run.batch, dtype), system, **{**run.options, **options})
 
 
 @dataclass
 class Case:
     run: Run
     model: Megatron3DCostModel
-    X: np.ndarray  # the plans allowed by the run's pinned decisions
+    allowed: dict  # per decision, the values the run's published decisions leave open
 
 
 def cases(which=None) -> list[Case]:
@@ -56,56 +57,77 @@ def cases(which=None) -> list[Case]:
         if which is not None and run.source not in which:
             continue
         model = model_for(run)
-        choices = {v.name: np.array([run.fixed[v.name]] if v.name in run.fixed else v.choices, dtype=object)
+        allowed = {v.name: np.array([run.fixed[v.name]] if v.name in run.fixed else v.choices, dtype=object)
                    for v in model.space.variables}
-        out.append(Case(run, model, enumerate_plans(model, choices)))
+        out.append(Case(run, model, allowed))
     return out
 
 
-def predict(case: Case, eff: Efficiency = A100_FIT) -> tuple[float, dict]:
-    """Best feasible predicted iteration time of a run, and that plan's metrics."""
+def predict(case: Case, eff: Efficiency | None = None) -> tuple[float, dict]:
+    """Best feasible predicted iteration time of a run, and that plan's decisions and columns;
+    ``eff`` replaces the fitted roofline's constants (None: the model's own compute)."""
     m = case.model
-    m.device = Device(m.device.peak_flops, m.device.memory_bandwidth, eff)
-    cols = m.evaluate_batch(case.X)
-    ok = np.flatnonzero(cols["feasible"])
+    if eff is not None:
+        m.device = Device(m.device.peak_flops, m.device.memory_bandwidth, eff)
+    values, cols = plan_table(m, case.allowed)
+    ok = np.flatnonzero(cols.get("feasible", np.zeros(0, bool)))
     if not len(ok):
         return float("nan"), {}
     i = ok[np.argmin(cols["time"][ok])]
-    plan = {k: v[0] for k, v in m.values(case.X[i:i + 1]).items()}
-    return float(cols["time"][i]), {"plan": plan, **{k: float(np.asarray(v)[i]) for k, v in cols.items()}}
+    return float(cols["time"][i]), {"plan": {k: v[i].item() for k, v in values.items()},
+                                    **{k: float(c[i]) for k, c in cols.items()}}
 
 
-def errors(cs: list[Case], eff: Efficiency) -> np.ndarray:
+def errors(cs: list[Case], eff: Efficiency | None = None) -> np.ndarray:
+    """Relative errors (predicted / measured - 1) of the runs ``cs``."""
     return np.array([predict(c, eff)[0] / c.run.measured_s - 1.0 for c in cs])
 
 
-def fit(cs: list[Case]) -> tuple[Efficiency, float]:
-    """Grid search of (gemm, memory) minimising the mean absolute relative error on ``cs``."""
-    best = None
-    for g, mem in itertools.product(GEMM_GRID, MEMORY_GRID):
-        eff = Efficiency(gemm=float(g), memory=float(mem), half_dim=A100_FIT.half_dim, launch=A100_FIT.launch)
-        err = np.abs(errors(cs, eff))
-        score = float(np.nanmean(err)) if np.isfinite(err).all() else np.inf
-        if best is None or score < best[1]:
-            best = (eff, score)
-    return best
+def grid(cs: list[Case]) -> dict[tuple[float, float], np.ndarray]:
+    """The errors of every run of ``cs`` at every (gemm, memory) of the grid (the cases' own
+    compute is restored afterwards)."""
+    devices = [c.model.device for c in cs]
+    table = {(g, m): errors(cs, replace(A100_FIT, gemm=float(g), memory=float(m)))
+             for g, m in itertools.product(GEMM_GRID, MEMORY_GRID)}
+    for c, device in zip(cs, devices):
+        c.model.device = device
+    return table
 
 
-def summary(cs: list[Case], eff: Efficiency) -> str:
-    err = np.abs(errors(cs, eff))
-    return f"mean {100 * err.mean():.2f} %, max {100 * err.max():.2f} % over {len(cs)} runs"
+def fit(table: dict[tuple[float, float], np.ndarray], rows: np.ndarray) -> Efficiency:
+    """The grid point minimising the mean absolute error over the runs ``rows`` (a mask)."""
+    g, m = min(table, key=lambda k: float(np.mean(np.abs(table[k][rows]))))
+    return replace(A100_FIT, gemm=float(g), memory=float(m))
+
+
+def held_out(cs: list[Case], table=None) -> list[tuple[str, Efficiency, np.ndarray]]:
+    """Per Megatron-LM source: the constants fitted on the other sources and its errors with them."""
+    table = table if table is not None else grid(cs)
+    source = np.array([c.run.source for c in cs])
+    out = []
+    for held in MEGATRON_SOURCES:
+        train = np.isin(source, [s for s in MEGATRON_SOURCES if s != held])
+        eff = fit(table, train)
+        out.append((held, eff, table[(eff.gemm, eff.memory)][source == held]))
+    return out
+
+
+def summary(err: np.ndarray) -> str:
+    err = np.abs(err)
+    return f"mean {100 * err.mean():.2f} %, max {100 * err.max():.2f} % over {len(err)} runs"
 
 
 def main() -> None:
     cs = cases()
-    by = {src: [c for c in cs if c.run.source == src] for src in dict.fromkeys(c.run.source for c in cs)}
-    for held in FIT_SOURCES:
-        eff, _ = fit([c for src in FIT_SOURCES if src != held for c in by[src]])
-        print(f"fit without {held}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}; held out {held}: {summary(by[held], eff)}")
-    eff, _ = fit([c for src in FIT_SOURCES for c in by[src]])
-    print(f"fit on {' + '.join(FIT_SOURCES)}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}")
-    for src, group in by.items():
-        print(f"  {src}{' (fitted)' if src in FIT_SOURCES else ' (held out)'}: {summary(group, eff)}")
+    table = grid(cs)
+    source = np.array([c.run.source for c in cs])
+    for held, eff, err in held_out(cs, table):
+        print(f"fit without {held}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}; held out {held}: {summary(err)}")
+    eff = fit(table, np.isin(source, MEGATRON_SOURCES))
+    print(f"fit on {' + '.join(MEGATRON_SOURCES)}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}")
+    for src in dict.fromkeys(source):
+        kind = "fitted" if src in MEGATRON_SOURCES else "never fitted"
+        print(f"  {src} ({kind}): {summary(table[(eff.gemm, eff.memory)][source == src])}")
 
 
 if __name__ == "__main__":

@@ -107,3 +107,51 @@ def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:
         return Link(float(p["inter_bandwidth"]), float(p["inter_latency"]))
     ring = [int(d) for d in devs]
     return Link(system.subset_bandwidth(ring), system.subset_latency(ring))
+
+
+def plan_links(system: System, t, d, p) -> dict[str, np.ndarray]:
+    """Links of Megatron's groups for arrays of (tensor, data, pipeline) sizes that broadcast.
+
+    Rank order is Megatron's: tensor-parallel ranks consecutive, data-parallel ranks ``t`` apart,
+    pipeline stages ``t·d`` apart (devices past the system's last are clipped to it). A group with
+    ``k`` members in each node that spans nodes runs ``k`` rings at once, one through each
+    member's InfiniBand adapter (NCCL's channels), so it moves ``k`` times the adapter rate (at
+    most the NVLink rate); a stage hop is one GPU-to-GPU flow. Returns
+    ``{tp,dp,pp}_{bw,lat}`` (B/s, s; a group of one: infinite bandwidth, no latency) and
+    ``pp_crosses_nodes``. Two-level clusters are priced in closed form; any other System asks
+    :func:`group_link` once per distinct (t, d, p).
+    """
+    t, d, p = (np.asarray(x, dtype=np.int64) for x in (t, d, p))
+    last = system.count - 1
+    if "gpus_per_node" in system.params:
+        q = system.params
+        gpn = int(q["gpus_per_node"])
+        intra = (float(q["intra_bandwidth"]), float(q["intra_latency"]))
+        inter = (float(q["inter_bandwidth"]), float(q["inter_latency"]))
+        out = {}
+        for name, size, step in (("tp", t, 1), ("dp", d, t), ("pp", p, t * d)):
+            far = step if name == "pp" else (size - 1) * step  # the farthest member from rank 0
+            inside = np.minimum(far, last) // gpn == 0
+            alone = size <= 1
+            # members per node: a collective runs one ring per member's adapter (NCCL channels), so
+            # across nodes it moves k × the adapter rate, up to the NVLink rate; a stage hop is one flow
+            k = 1 if name == "pp" else np.clip(gpn // step, 1, size)
+            across = np.minimum(intra[0], k * inter[0])
+            out[f"{name}_bw"] = np.where(alone, np.inf, np.where(inside, intra[0], across))
+            out[f"{name}_lat"] = np.where(alone, 0.0, np.where(inside, intra[1], inter[1]))
+        out["pp_crosses_nodes"] = (p > 1) & (np.minimum(t * d, last) // gpn != 0)
+        return out
+    t, d, p = np.broadcast_arrays(t, d, p)
+    keys = np.stack([t.ravel(), d.ravel(), p.ravel()], axis=1)
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    rows = []
+    for tt, dd, pp in uniq.tolist():
+        tp = group_link(system, np.minimum(np.arange(tt), last))
+        dp = group_link(system, np.minimum(np.arange(dd) * tt, last))
+        hop = group_link(system, [0, min(tt * dd, last)]) if pp > 1 else Link(np.inf, 0.0)
+        rows.append((tp.bandwidth, tp.latency, dp.bandwidth, dp.latency, hop.bandwidth, hop.latency,
+                     pp > 1 and hop.bandwidth < tp.bandwidth))
+    table = np.array(rows, dtype=float)[inverse.ravel()]
+    names = ("tp_bw", "tp_lat", "dp_bw", "dp_lat", "pp_bw", "pp_lat", "pp_crosses_nodes")
+    return {name: (table[:, i] > 0 if name == "pp_crosses_nodes" else table[:, i]).reshape(t.shape)
+            for i, name in enumerate(names)}

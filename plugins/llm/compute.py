@@ -1,15 +1,23 @@
-"""GEMM and memory-bound kernel times: a roofline with a shape-dependent GEMM efficiency.
+"""GEMM and memory-bound kernel times of one GPU, by either of two compute models.
 
-This is the plugin's one compute model (all of it is here, so that moving to the shared
-``optmap.compute`` of issue 15 touches one module):
+``compute = "fitted"`` (the cost model's default, :class:`Device`): a roofline with a
+shape-dependent GEMM efficiency whose constants are fitted on published Megatron-LM runs (A100)
+and on H100 measurements, validated in ``docs/reproductions/llm.md``:
 
     t_gemm = launch + max(FLOPs / (peak · gemm · d / (d + half_dim)),  bytes / (HBM · memory))
     t_mem  = launch + bytes / (HBM · memory)                            (element-wise kernels)
 
 ``d`` is the GEMM's smallest dimension (min of M, N, K): thin GEMMs (few tokens, a narrow
 tensor-parallel shard, the head dimension of attention) fall below the ceiling. ``bytes`` of a
-GEMM are its operands and result once (2 bytes per bf16/fp16 element). All arguments broadcast
-(numpy), so a whole population of plans is priced in one call.
+GEMM are its operands and result once (2 bytes per bf16/fp16 element). A GEMM's backward (input
+and weight gradients) has the same three dimensions, so it takes twice the forward.
+
+``compute = "shared"`` (:class:`SharedDevice`): the project's shared compute model,
+:func:`optmap.compute.compute_time`, with the accelerator's measured calibration (its
+``[attrs.calibration]``, e.g. the ``h100-sxm`` and ``a100-sxm`` presets): GEMMs are its ``gemm``
+op (the backward priced by its own backward ceiling), element-wise kernels its ``memory`` op.
+
+All arguments broadcast (numpy), so a whole population of plans is priced in one call.
 
 Calibrations (:data:`EFFICIENCY`), each named and sourced:
 
@@ -18,9 +26,13 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
   device copy over the datasheet HBM3 rate), ``half_dim`` = 200 and ``launch`` = 15 µs fitted on
   the Megatron GEMM shards of hidden 2048 and 8192 (``gemm-shards.json``) and checked on the
   held-out hidden 4096 and 12288 shards: mean error 7.4 %, worst 22 % (a small launch-bound shard).
-* ``a100``: ``half_dim`` and ``launch`` carried over from the H100 fit (same GEMM shapes, an
-  assumption); ``gemm`` and ``memory`` fitted on published Megatron-LM iteration times on DGX A100
-  clusters (:mod:`optmap.plugins.llm.calibration`, ``docs/reproductions/llm.md``), never on one run.
+* ``a100``: ``half_dim`` is the H100's scaled by the two GPUs' ridge points (datasheet peak FLOP/s
+  over HBM bytes/s: 312 T / 2,039 G = 153 against 989.4 T / 3,350 G = 295 FLOP per byte), on the
+  reading that a thin GEMM loses to its operand traffic, which costs relatively less on the
+  A100: 200 × 153 / 295 = 104 (an assumption: no A100 GEMMs were measured); ``launch`` is the
+  H100's (host-side); ``gemm`` and ``memory`` are fitted on published Megatron-LM iteration times
+  on DGX A100 clusters of three sources at once (:mod:`optmap.plugins.llm.calibration`, held-out
+  errors by source in ``docs/reproductions/llm.md``), never on one run.
 * any other accelerator: the ``a100`` fractions (an assumption, reported by the cost model).
 """
 
@@ -29,6 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from optmap.system import Accelerator
 
 
 @dataclass(frozen=True)
@@ -42,10 +56,12 @@ class Efficiency:
 
 
 H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
-# Fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun it to refit.
-A100_FIT = Efficiency(gemm=0.81, memory=0.80, half_dim=H100_FIT.half_dim, launch=H100_FIT.launch)
+RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
+# gemm and memory fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun to refit.
+A100_FIT = Efficiency(gemm=0.79, memory=0.70, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
+                      launch=H100_FIT.launch)
 
-EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "a100": A100_FIT}
+EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "h100-sxm": H100_FIT, "a100": A100_FIT, "a100-sxm": A100_FIT}
 
 
 def efficiency_for(accelerator_name: str) -> tuple[Efficiency, bool]:
@@ -57,7 +73,7 @@ def efficiency_for(accelerator_name: str) -> tuple[Efficiency, bool]:
 
 @dataclass(frozen=True)
 class Device:
-    """What the compute model needs of one accelerator: peak FLOP/s, HBM B/s, efficiencies."""
+    """The fitted roofline (``compute = "fitted"``): peak FLOP/s, HBM B/s, efficiencies."""
 
     peak_flops: float
     memory_bandwidth: float
@@ -72,7 +88,34 @@ class Device:
         traffic = bytes_per_element * (m * k + k * n + m * n) * batch
         return self.eff.launch + np.maximum(flops / rate, traffic / (self.memory_bandwidth * self.eff.memory))
 
+    def gemm_times(self, m, n, k, batch=1.0):
+        """(forward, backward) seconds of a GEMM: backward = input + weight gradients = 2 × forward."""
+        forward = self.gemm_time(m, n, k, batch)
+        return forward, 2.0 * forward
+
     def memory_time(self, nbytes, kernels=1.0):
         """Seconds of memory-bound kernels moving ``nbytes`` in all (``kernels`` launches)."""
         nbytes = np.asarray(nbytes, dtype=float)
         return kernels * self.eff.launch + nbytes / (self.memory_bandwidth * self.eff.memory)
+
+
+@dataclass(frozen=True)
+class SharedDevice:
+    """The shared compute model (``compute = "shared"``) with the accelerator's calibration."""
+
+    accelerator: Accelerator
+    dtype: str
+
+    def gemm_times(self, m, n, k, batch=1.0):
+        """(forward, backward) seconds of ``batch`` (m × k) · (k × n) products (its ``gemm`` op)."""
+        from optmap.compute import compute_time
+
+        shape = {"m": m, "n": n, "k": k, "count": batch}
+        return (compute_time(self.accelerator, "gemm", shape, dtype=self.dtype, passes="forward"),
+                compute_time(self.accelerator, "gemm", shape, dtype=self.dtype, passes="backward"))
+
+    def memory_time(self, nbytes, kernels=1.0):
+        """Seconds of memory-bound kernels moving ``nbytes`` in all (its ``memory`` op)."""
+        from optmap.compute import compute_time
+
+        return compute_time(self.accelerator, "memory", {"bytes": nbytes, "kernels": kernels}, dtype=self.dtype)

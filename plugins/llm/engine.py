@@ -1,12 +1,20 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
-The enumeration builds only valid plans (no cross product to filter): the (tensor, pipeline,
-data) triples that fit the GPUs, then micro-batch sizes that divide each replica's batch, then
-interleaving degrees that Megatron-LM accepts, then the recompute and switch settings. A switch
-that cannot act (sequence parallelism at t = 1, sharding or overlap at d = 1) is enumerated once,
-off, unless the space allows only "on". Choices come from the evaluator's space, so decisions a
-user pinned (narrowed to one value) are honoured. The result is the best feasible plan; the
-``top`` alternatives are returned in the run's extra facts (``top2``, ``top3``, ...).
+The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving):
+the (t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's
+batch, then the interleaving degrees Megatron-LM accepts. Each shape is priced once and
+broadcast over the recompute and switch settings (an array ``[shapes, recompute,
+sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link pricing runs
+once per shape and only the final sums run per plan. A switch that cannot act (sequence
+parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space allows
+only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
+``--fix``) are honoured.
+
+The evaluator's objectives and constraints are applied to every plan here (the same arithmetic
+as :meth:`optmap.search.Evaluator.evaluate`); the best plans (and, with several objectives,
+the Pareto front) are handed to the evaluator with :meth:`~optmap.search.Evaluator.record`,
+which counts every plan scored. The ``top`` best feasible plans become the cost model's
+``ranking``, shown as table ``top_plans`` in the report of the best plan.
 """
 
 from __future__ import annotations
@@ -14,113 +22,177 @@ from __future__ import annotations
 import numpy as np
 from optmap.bounds import ints
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search import Evaluator, SearchEngine
 
 from . import memory
-from .model import DECISIONS, Megatron3DCostModel
+from .model import DECISIONS, SWITCHES, Megatron3DCostModel
 
-CHUNK = 1 << 18  # plans per evaluator call (bounded memory; the budget is checked between chunks)
-
-
-def _choices(evaluator: Evaluator) -> dict[str, np.ndarray]:
-    return {v.name: np.array(v.choices, dtype=object) for v in evaluator.space.variables}
+SHAPE = DECISIONS[:5]  # tensor, pipeline, data, micro-batch, interleaving
+AXES = ("recompute", *SWITCHES)  # the axes each shape is broadcast over
 
 
-def _switch(values: np.ndarray, active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row index, value index) pairs of a switch: every allowed value where it acts, else one."""
-    idx = np.arange(len(values))
-    inert = [i for i, v in enumerate(values) if v is False or v == False] or [0]  # noqa: E712
-    rows, cols = [], []
-    for state, options in ((True, idx), (False, np.array(inert[:1]))):
-        where = np.flatnonzero(active == state)
-        rows.append(np.repeat(where, len(options)))
-        cols.append(np.tile(options, len(where)))
-    order = np.argsort(np.concatenate(rows), kind="stable")
-    return np.concatenate(rows)[order], np.concatenate(cols)[order]
+def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per decision: (allowed values, their indices in the space's encoding); a pinned one has one."""
+    out = {}
+    for var in evaluator.space.variables:
+        allowed = [var.pinned] if var.is_pinned else list(var.choices)
+        out[var.name] = (np.array(allowed, dtype=object), np.array([var.choices.index(a) for a in allowed]))
+    return out
 
 
-def enumerate_plans(model: Megatron3DCostModel, choices: dict[str, np.ndarray]) -> np.ndarray:
-    """Every valid plan as rows of choice indices (the space's vector encoding)."""
-    c = {k: v.astype(float) if k not in ("recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap")
-         else v for k, v in choices.items()}
-    it, ip, id_ = np.meshgrid(np.arange(len(c["tensor_parallel"])), np.arange(len(c["pipeline_parallel"])),
-                              np.arange(len(c["data_parallel"])), indexing="ij")
-    it, ip, id_ = it.ravel(), ip.ravel(), id_.ravel()
-    t, p, d = c["tensor_parallel"][it], c["pipeline_parallel"][ip], c["data_parallel"][id_]
-    gpus = t * p * d
+def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Index arrays (into ``allowed``) of every valid (t, p, d, b, v) shape, one entry per shape."""
+    c = {k: allowed[k].astype(float) for k in SHAPE}
+    it, ip, id_ = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
+                                                  np.arange(len(c["pipeline_parallel"])),
+                                                  np.arange(len(c["data_parallel"])), indexing="ij"))
+    gpus = c["tensor_parallel"][it] * c["pipeline_parallel"][ip] * c["data_parallel"][id_]
     keep = (gpus == model.n) if model.use_all_gpus else (gpus <= model.n)
     it, ip, id_ = it[keep], ip[keep], id_[keep]
-    t, p, d = t[keep], p[keep], d[keep]
-    # micro-batch sizes that divide each replica's share of the batch
-    mbs = c["microbatch_size"]
-    ok = np.mod(model.batch, d[:, None] * mbs[None, :]) == 0
-    r, ib = np.nonzero(ok)
-    t, p, d, b = t[r], p[r], d[r], mbs[ib]
-    cols = [it[r], ip[r], id_[r], ib]
-    # interleaving degrees Megatron accepts
+    d = c["data_parallel"][id_]
+    r, ib = np.nonzero(np.mod(model.batch, d[:, None] * c["microbatch_size"][None, :]) == 0)
+    it, ip, id_ = it[r], ip[r], id_[r]
+    p, m = c["pipeline_parallel"][ip], model.batch / (c["data_parallel"][id_] * c["microbatch_size"][ib])
     vs = c["interleaving"]
-    m = model.batch / (d * b)
     ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(model.config.layers, p[:, None] * vs[None, :]) == 0)
                                & (np.mod(m, p)[:, None] == 0))
     r, iv = np.nonzero(ok)
-    cols = [col[r] for col in cols] + [iv]
-    t, d = t[r], d[r]
-    # recompute settings: all of them for every plan
-    nrc = len(c["recompute"])
-    cols = [np.repeat(col, nrc) for col in cols] + [np.tile(np.arange(nrc), len(t))]
-    t, d = np.repeat(t, nrc), np.repeat(d, nrc)
-    for name, size in (("sequence_parallel", "t"), ("optimizer_sharding", "d"), ("dp_overlap", "d")):
-        r, k = _switch(c[name], (t if size == "t" else d) > 1)
-        cols = [col[r] for col in cols] + [k]
-        t, d = t[r], d[r]
-    if not len(t):
-        return np.empty((0, len(DECISIONS)))
-    # indices into the given choices -> the model space's encoding
-    lookup = [np.array([var.choices.index(value) for value in choices[var.name]], dtype=float)
-              for var in model.space.variables]
-    return np.column_stack([table[col] for table, col in zip(lookup, cols)])
+    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv)))
 
 
-def describe(model: Megatron3DCostModel, x: np.ndarray, time: float) -> str:
-    v = {k: a[0] for k, a in model.values(x[None]).items()}
-    rc = memory.RECOMPUTE[int(v["recompute"])]
-    flags = [name for name, on in (("sp", v["sequence_parallel"]), ("zero1", v["optimizer_sharding"]),
-                                   ("overlap", v["dp_overlap"])) if on]
-    return (f"t{v['tensor_parallel']} p{v['pipeline_parallel']} d{v['data_parallel']} mb{v['microbatch_size']} "
-            f"v{v['interleaving']} {rc}{' ' + '+'.join(flags) if flags else ''}: {time:.4g} s")
+def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
+    """Score columns broadcast over ``[shapes, *AXES]`` and the mask of distinct plans."""
+    S = len(shapes["tensor_parallel"])
+    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, 1, 1, 1, 1) for k in SHAPE}
+    for axis, name in enumerate(AXES, start=1):
+        shape = [1] * 5
+        shape[axis] = len(allowed[name])
+        raw = [memory.RECOMPUTE.index(r) for r in allowed[name]] if name == "recompute" else list(allowed[name])
+        values[name] = np.array(raw).reshape(shape)
+    cols = model.score(model.plan_arrays(values))
+    t, d = values["tensor_parallel"], values["data_parallel"]
+    distinct = np.ones((S, 1, 1, 1, 1), bool)
+    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", d == 1), ("dp_overlap", d == 1)):
+        if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
+            distinct = distinct & ~(inert & values[name].astype(bool))
+    return values, cols, distinct
 
 
-class Megatron3DSearch:
+def plan_table(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> tuple[dict, dict]:
+    """Every distinct valid plan of the ``allowed`` decision values: (decision arrays with recompute
+    as 0/1/2, score columns), one entry per plan (materialised: for checks and calibration)."""
+    shapes = enumerate_shapes(model, allowed)
+    if not len(shapes["tensor_parallel"]):
+        return {k: np.empty(0) for k in DECISIONS}, {}
+    values, cols, distinct = score_all(model, allowed, shapes)
+    full = np.broadcast_shapes(distinct.shape, *(np.shape(c) for c in cols.values()),
+                               *(np.shape(v) for v in values.values()))
+    keep = np.broadcast_to(distinct, full)
+    return ({k: np.broadcast_to(v, full)[keep] for k, v in values.items()},
+            {k: np.broadcast_to(c, full)[keep] for k, c in cols.items()})
+
+
+def objectives(evaluator: Evaluator, column) -> tuple[np.ndarray, np.ndarray]:
+    """``(F, violation)`` of plans from their metric columns (``column(name)``), as the evaluator does."""
+    F = np.column_stack([column(name) for name in evaluator.objectives]) * evaluator.signs
+    violation = (~column("feasible").astype(bool)).astype(float)
+    for metric, limit in evaluator.constraints.items():
+        violation += np.maximum(0.0, column(metric) - limit) / max(abs(limit), 1e-300)
+    for metric, limit in evaluator.lower_bounds.items():
+        violation += np.maximum(0.0, limit - column(metric)) / max(abs(limit), 1e-300)
+    violation[~np.isfinite(F).all(1)] += 1.0
+    violation[~np.isfinite(violation)] = 1.0
+    return F, violation
+
+
+def pareto_rows(F: np.ndarray, chunk: int = 256) -> np.ndarray:
+    """Indices of the rows of ``F`` no other row dominates (minimisation), by a sorted sweep."""
+    order = np.lexsort(F.T[::-1])  # a row can only be dominated by rows sorted before it
+    front: list[int] = []
+    for start in range(0, len(order), chunk):
+        rows = order[start:start + chunk]
+        block = F[rows]
+        if front:
+            fr = F[front]
+            beaten = ((fr[None] <= block[:, None]).all(-1) & (fr[None] < block[:, None]).any(-1)).any(1)
+            rows, block = rows[~beaten], block[~beaten]
+        inner = ((block[None] <= block[:, None]).all(-1) & (block[None] < block[:, None]).any(-1)).any(1)
+        front.extend(rows[~inner].tolist())
+    return np.array(front, dtype=np.int64)
+
+
+class Megatron3DSearch(SearchEngine):
     """Exhaustive vectorised search of the megatron-3d formulation (a proven optimum)."""
 
     requires = frozenset({"megatron_plans"})
+    accepts = (Megatron3DCostModel,)
     exact = True
 
     def __init__(self, *, top: ints(1, 1000) = 5) -> None:
-        """``top``: how many of the best feasible plans to list (the best included)."""
+        """``top``: how many of the best feasible plans table ``top_plans`` lists (the best included)."""
         if top < 1:
             raise OptmapError(f"[search.megatron-3d] top must be >= 1, got {top}")
         self.top = top
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = evaluator.cost_model
-        if not isinstance(model, Megatron3DCostModel):
-            raise OptmapError('engine megatron-3d plans the megatron-3d formulation; use [cost] model = "megatron-3d"')
-        X = enumerate_plans(model, _choices(evaluator))
-        best_x, best_f = [], []
-        for start in range(0, len(X), CHUNK):
-            if evaluator.exhausted:
-                break
-            chunk = X[start:start + CHUNK]
-            F, violation = evaluator.evaluate(chunk)
-            ok = np.flatnonzero(violation <= 0)
-            order = ok[np.argsort(F[ok, 0], kind="stable")[: self.top]]
-            best_x.append(chunk[order])
-            best_f.append(F[order, 0])
-        extra: dict = {"valid_plans": int(len(X))}
-        if best_x:
-            xs, fs = np.concatenate(best_x), np.concatenate(best_f)
-            order = np.argsort(fs, kind="stable")[: self.top]
-            for rank, i in enumerate(order, start=1):
-                extra[f"top{rank}"] = describe(model, xs[i], float(fs[i]))
-        return extra
+        allowed = choices(evaluator)
+        shapes = enumerate_shapes(model, {k: v for k, (v, _) in allowed.items()})
+        S = len(shapes["tensor_parallel"])
+        if S == 0:
+            raise OptmapError(f"no plan satisfies Megatron-LM's rules with the pinned decisions "
+                              f"{evaluator.space.pinned}: {self._why(model, evaluator)}")
+        values, cols, distinct = score_all(model, {k: v for k, (v, _) in allowed.items()}, shapes)
+        full = (S, *(len(allowed[a][0]) for a in AXES))
+        flat = np.flatnonzero(np.broadcast_to(distinct, full))
+        valid = len(flat)
+        if evaluator.remaining_evaluations is not None:  # a budget scores the first plans only
+            flat = flat[:evaluator.remaining_evaluations]
+        n = len(flat)
+
+        def column(name):  # one entry per plan, gathered from the broadcast score arrays
+            return np.broadcast_to(np.asarray(cols[name]), full).reshape(-1)[flat]
+
+        F, violation = objectives(evaluator, column)
+        ok = np.flatnonzero(violation <= 0)
+        first = F[ok, 0]
+        head = np.argpartition(first, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
+        best = ok[head[np.argsort(first[head], kind="stable")]]
+        keep = np.union1d(best, ok[pareto_rows(F[ok])]) if F.shape[1] > 1 and len(ok) else best
+        if not len(ok):
+            keep = np.argmin(violation)[None]
+        X = self._vectors(allowed, shapes, np.unravel_index(flat[keep], full))
+        evaluator.record(X, F[keep], violation[keep], count=n)
+        if not len(ok) and n < valid:
+            return {"valid_plans": valid, "shapes_priced": S}
+        if not len(ok):
+            report = model.evaluate(evaluator.space.decode(X[0]))
+            closest = f"the closest: {report.reason}" if report.reason else "every plan breaks a [constraints] limit"
+            raise OptmapError(f"none of the {n:,} valid plans is feasible; {closest}")
+        rows = model.describe(self._decisions(allowed, shapes, np.unravel_index(flat[best], full)),
+                              {name: column(name)[best] for name in ("time", "throughput", "memory_gib")})
+        model.ranking = (tuple(self._vectors(allowed, shapes, np.unravel_index(flat[best[:1]], full))[0]), rows)
+        return {"valid_plans": valid, "shapes_priced": S}
+
+    @staticmethod
+    def _decisions(allowed, shapes, where) -> dict[str, np.ndarray]:
+        """Decision values (recompute as 0/1/2) of plans at grid positions ``where`` (unravelled)."""
+        out = {k: allowed[k][0][shapes[k][where[0]]] for k in SHAPE}
+        for i, name in enumerate(AXES, start=1):
+            out[name] = allowed[name][0][where[i]]
+        out["recompute"] = np.array([memory.RECOMPUTE.index(r) for r in out["recompute"]], dtype=np.int64)
+        return out
+
+    @staticmethod
+    def _vectors(allowed, shapes, where) -> np.ndarray:
+        """The space vectors (choice indices) of plans at grid positions ``where`` (unravelled)."""
+        codes = [allowed[k][1][shapes[k][where[0]]] for k in SHAPE]
+        codes += [allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)]
+        return np.column_stack(codes).astype(float)
+
+    @staticmethod
+    def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:
+        space = evaluator.space
+        if len(space.pinned) == len(space.variables):
+            return model.evaluate(space.decode(space.lower)).reason
+        return "relax a pin or change the GPU count or batch"

@@ -34,8 +34,7 @@ from optmap.plugins.transformer.config import TransformerConfig
 NONE, SELECTIVE, FULL = 0, 1, 2
 RECOMPUTE = ("none", "selective", "full")
 
-BYTES_PER_PARAM = 18.0  # 2 (16-bit weight) + 4 (fp32 grad) + 12 (fp32 master weight, Adam m and v)
-SHARDED_FIXED, SHARDED_STATE = 6.0, 12.0  # distributed optimizer: 6 + 12/d bytes per parameter
+WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
 
 def layer_terms(cfg: TransformerConfig, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -69,7 +68,10 @@ def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     return np.where(v > 1, interleaved, one_f_one_b)
 
 
-def optimizer_bytes_per_param(sharded, d) -> np.ndarray:
-    """Weights + gradients + optimizer state per parameter (Megatron distributed-optimizer table)."""
-    d = np.asarray(d, dtype=float)
-    return np.where(np.asarray(sharded, bool), SHARDED_FIXED + SHARDED_STATE / d, BYTES_PER_PARAM)
+def static_bytes(params, sharded, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weights, gradients, optimizer state) bytes of ``params`` local parameters; the state is
+    split over the ``d`` data-parallel ranks when ``sharded`` (Megatron distributed optimizer)."""
+    params = np.asarray(params, dtype=float)
+    state = STATE_BYTES * params / np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
+    return WEIGHT_BYTES * params, GRAD_BYTES * params, state
+

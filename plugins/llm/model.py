@@ -13,7 +13,11 @@ it), data × micro-batch divides the batch, and an interleaved schedule (v > 1) 
 divisible by p·v and micro-batches divisible by p (Megatron-LM's requirements). Sequence
 parallelism without tensor parallelism, and sharding or overlap without data parallelism, change
 nothing (Megatron ignores them). A valid plan is feasible when its memory per GPU fits.
-Time and memory: :mod:`.timing` and :mod:`.memory`; compute: :mod:`.compute`; links: :mod:`.cluster`.
+
+Every plan's report has the tables ``time_breakdown`` (the iteration's parts) and
+``memory_per_gpu``; the report of the best plan a ``megatron-3d`` search found also has
+``top_plans``, the best plans of that search (:attr:`Megatron3DCostModel.ranking`). Time and memory: :mod:`.timing` and :mod:`.memory`;
+compute: :mod:`.compute`; links: :mod:`.cluster`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Literal
 
 import numpy as np
 from optmap.bounds import Fraction, NonNegative, ints
-from optmap.cost import BATCH, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.plugins.transformer.workload import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
@@ -32,28 +36,37 @@ from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
 from . import memory, timing
-from .cluster import group_link
-from .compute import Device, Efficiency, efficiency_for
+from .cluster import plan_links
+from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
-MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``valid``
+MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
 DECISIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "microbatch_size", "interleaving",
              "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap")
-PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
-         "bubble_s", "dp_comm_s", "optimizer_s")
+SWITCHES = ("sequence_parallel", "optimizer_sharding", "dp_overlap")
+PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": "recomputation",
+               "tp_comm_s": "tensor-parallel communication", "embedding_logits_s": "embedding, logits and loss",
+               "pp_comm_s": "stage transfers", "bubble_s": "pipeline bubble",
+               "grad_accumulation_s": "gradient accumulation", "dp_comm_s": "data-parallel reduction",
+               "optimizer_s": "optimizer step"}
+MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_gradients": "gradients (fp32)",
+                 "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
+                 "memory_activations": "activations"}
+GIB = 2.0**30
 
 
 def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
     return tuple(k for k in range(1, n + 1) if n % k == 0 and k <= limit)
 
 
-class Megatron3DCostModel:
+class Megatron3DCostModel(CostModel):
     """Megatron-LM 3D parallelism (Narayanan et al. SC'21; Korthikanti et al. 2022) on a GPU cluster."""
 
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
     default_engine = "megatron-3d"
-    metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "memory_weights_gib",
-               "memory_activations_gib", "gpus", *PARTS)
+    metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "gpus")
+    senses = {"throughput": "max", "tflops_per_gpu": "max"}
+    units = {"throughput": "tokens/s", "tflops_per_gpu": "TFLOP/s per GPU", "memory_gib": "GiB per GPU"}
 
     def __init__(
         self,
@@ -67,18 +80,28 @@ class Megatron3DCostModel:
         grad_bytes: Literal[2, 4] | None = None,
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,
+        tp_overlap: bool = True,
+        grad_accumulation_fusion: bool = True,
         memory_reserve_gib: NonNegative = 2.0,
+        compute: Literal["fitted", "shared"] = "fitted",
         gemm_efficiency: Fraction | None = None,
         memory_efficiency: Fraction | None = None,
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
         Calculon's search does); ``recompute`` the settings the search may use; ``grad_bytes``
-        per reduced gradient (default 4 for bf16, whose gradients Megatron-LM accumulates in fp32,
-        else 2); ``sp_gather_redo`` sequence parallelism re-gathers LayerNorm outputs in backward
-        (Korthikanti §4.2.2); ``scatter_gather`` Narayanan §4.1; ``memory_reserve_gib`` per GPU
-        kept for the CUDA context and communication buffers (assumption); ``gemm_efficiency`` /
-        ``memory_efficiency`` override the accelerator's calibrated fractions (:mod:`.compute`)."""
+        per main-gradient element (default 4 for bf16, whose gradients Megatron-LM accumulates in
+        fp32, else 2); ``sp_gather_redo`` sequence parallelism re-gathers LayerNorm outputs in
+        backward (Korthikanti §4.2.2); ``scatter_gather`` Narayanan §4.1; ``tp_overlap`` the
+        asynchronous tensor-parallel collectives of Megatron-LM since 2022 (false: 2021's
+        synchronous ones); ``grad_accumulation_fusion`` weight-gradient GEMMs accumulate into the
+        main gradient (Megatron-LM since mid-2022; false: a separate add per micro-batch);
+        ``memory_reserve_gib`` per GPU kept for the CUDA context and communication buffers
+        (assumption); ``compute`` the GEMM and element-wise kernel times: ``fitted`` this
+        plugin's roofline, calibrated on published Megatron-LM runs (A100) and H100 measurements,
+        whose fractions ``gemm_efficiency`` / ``memory_efficiency`` override, or ``shared`` the
+        project's compute model (``optmap.compute``) with the accelerator's measured calibration
+        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError('the megatron-3d cost model plans a transformer; use [workload] model = "transformer"')
         cfg = workload.config
@@ -103,14 +126,27 @@ class Megatron3DCostModel:
         self.batch, self.n = workload.batch, system.count
         self.use_all_gpus = use_all_gpus
         acc = system.devices[0]
-        eff, self.calibrated = efficiency_for(acc.name)
-        eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
-                         half_dim=eff.half_dim, launch=eff.launch)
-        self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
+        if compute == "shared":
+            from optmap.compute import calibration_of
+
+            if calibration_of(acc) is None:
+                raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
+                                  f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
+                                  f"h100-sxm) or compute = \"fitted\"")
+            if gemm_efficiency or memory_efficiency:
+                raise OptmapError("[cost] gemm_efficiency and memory_efficiency apply to compute = \"fitted\" only")
+            self.device, self.calibrated = SharedDevice(acc, workload.dtype), True
+        else:
+            eff, self.calibrated = efficiency_for(acc.name)
+            eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
+                             half_dim=eff.half_dim, launch=eff.launch)
+            self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
         self.capacity = acc.memory_bytes
         dtype = workload.dtype.lower()
-        self.options = timing.Options(grad_bytes=float(grad_bytes or (4 if dtype in ("bf16", "bfloat16") else 2)),
+        grad_bytes = float(grad_bytes or (4 if dtype in ("bf16", "bfloat16") else 2))
+        self.options = timing.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
+                                      tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
@@ -125,11 +161,12 @@ class Megatron3DCostModel:
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
         ))
-        self._links: dict[tuple[int, int, int], tuple[float, ...]] = {}
+        # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
+        self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
 
     # --- plans as arrays ------------------------------------------------------------------------
     def values(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        """Decision values of the rows of a space matrix, one array per decision."""
+        """Decision values of the rows of a space matrix, one array per decision (recompute as 0/1/2)."""
         X = np.asarray(X, float).reshape(-1, len(DECISIONS))
         out = {}
         for i, var in enumerate(self.space.variables):
@@ -138,12 +175,14 @@ class Megatron3DCostModel:
             out[var.name] = table[np.clip(np.rint(X[:, i]).astype(np.int64), 0, len(table) - 1)]
         return out
 
-    def plan_arrays(self, v: dict[str, np.ndarray]) -> timing.Plans:
-        return timing.Plans(tp=v["tensor_parallel"].astype(float), pp=v["pipeline_parallel"].astype(float),
-                            dp=v["data_parallel"].astype(float), mb=v["microbatch_size"].astype(float),
-                            vp=v["interleaving"].astype(float), recompute=v["recompute"].astype(np.int64),
-                            sp=v["sequence_parallel"].astype(bool), zero=v["optimizer_sharding"].astype(bool),
-                            overlap=v["dp_overlap"].astype(bool))
+    @staticmethod
+    def plan_arrays(v: dict[str, np.ndarray]) -> timing.Plans:
+        """:class:`timing.Plans` from decision arrays (any shapes that broadcast together)."""
+        return timing.Plans(tp=np.asarray(v["tensor_parallel"], float), pp=np.asarray(v["pipeline_parallel"], float),
+                            dp=np.asarray(v["data_parallel"], float), mb=np.asarray(v["microbatch_size"], float),
+                            vp=np.asarray(v["interleaving"], float), recompute=np.asarray(v["recompute"], np.int64),
+                            sp=np.asarray(v["sequence_parallel"], bool), zero=np.asarray(v["optimizer_sharding"], bool),
+                            overlap=np.asarray(v["dp_overlap"], bool))
 
     def validity(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
@@ -157,55 +196,47 @@ class Megatron3DCostModel:
         }
 
     def links(self, plans: timing.Plans) -> timing.Links:
-        """Per plan, the links of its TP group, DP group and stage hop (Megatron rank order:
-        tensor-parallel ranks consecutive, data-parallel ranks t apart, stages t·d apart)."""
-        stride_d, stride_p = self.n + 1, self.config.layers + 1
-        keys = (plans.tp.astype(np.int64) * stride_d + plans.dp.astype(np.int64)) * stride_p + plans.pp.astype(np.int64)
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        triples = [(int(k // stride_p // stride_d), int(k // stride_p % stride_d), int(k % stride_p)) for k in uniq]
-        rows = np.array([self._group_links(*k) for k in triples]).reshape(len(uniq), 7)[inverse.ravel()]
-        return timing.Links(*(rows[:, i] for i in range(6)), pp_crosses_nodes=rows[:, 6] > 0)
-
-    def _group_links(self, t: int, d: int, p: int) -> tuple[float, ...]:
-        key = (t, d, p)
-        if key not in self._links:
-            last = self.n - 1
-            tp = group_link(self.system, np.minimum(np.arange(t), last))
-            dp = group_link(self.system, np.minimum(np.arange(d) * t, last))
-            pp = group_link(self.system, [0, min(t * d, last)]) if p > 1 else tp
-            self._links[key] = (tp.bandwidth, tp.latency, dp.bandwidth, dp.latency, pp.bandwidth, pp.latency,
-                                float(pp.bandwidth < tp.bandwidth))
-        return self._links[key]
+        """Per plan, the links of its TP group, DP group and stage hop (:func:`.cluster.plan_links`)."""
+        return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp))
 
     def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
-        """Every metric and ``feasible`` (valid and fits in memory) for arrays of plans."""
+        """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
         invalid = bad["gpus"] | bad["batch"] | bad["interleaving"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
         safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"], 1.0, plans.vp)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
         out["feasible"] = out["feasible"] & ~invalid
+        out["memory_gib"] = out["memory"] / GIB
         return out
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        return self.score(self.plan_arrays(self.values(X)))
+        cols = self.score(self.plan_arrays(self.values(X)))
+        n = len(np.atleast_2d(X))
+        return {k: np.broadcast_to(np.asarray(cols[k]), (n,)) for k in (*self.metrics, "feasible")}
 
     # --- one plan, with its report --------------------------------------------------------------
     def evaluate(self, mapping: Mapping) -> CostReport:
         plan = mapping.as_dict()
-        cols = self.score(self.plan_arrays({k: np.array([plan[k] if k != "recompute" else
-                                                         memory.RECOMPUTE.index(plan[k])]) for k in DECISIONS}))
-        metrics = {k: float(np.asarray(cols[k])[0]) for k in self.metrics}
-        reason = self._reason(plan, metrics)
-        m = self.batch // (plan["data_parallel"] * plan["microbatch_size"]) if not reason.startswith("batch") else 0
-        compute = sum(metrics[k] for k in ("forward_s", "backward_s", "recompute_s", "embedding_logits_s"))
-        comm = sum(metrics[k] for k in ("tp_comm_s", "pp_comm_s", "dp_comm_s"))
-        rows = (LayerCost("iteration (compute | communication)", compute, comm, gib_to_bytes(metrics["memory_gib"]),
-                          decisions={"micro-batches": m, "layers/stage": self.config.layers // plan["pipeline_parallel"]}),)
-        return CostReport(metrics=metrics, feasible=not reason, reason=reason, layers=rows,
-                          plan={**plan, "micro_batches": m, "calibrated_accelerator": self.calibrated})
+        one = {k: np.array([memory.RECOMPUTE.index(plan[k]) if k == "recompute" else plan[k]]) for k in DECISIONS}
+        cols = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in self.score(self.plan_arrays(one)).items()}
+        metrics = {k: cols[k] for k in self.metrics}
+        reason = self._reason(plan, cols)
+        m = self.batch / (plan["data_parallel"] * plan["microbatch_size"])
+        available = (self.capacity - self.options.memory_reserve) / GIB
+        tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k],
+                                      "percent": 100.0 * cols[k] / cols["time"]} for k in timing.PARTS if cols[k] > 0],
+                  "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
+                  + [{"part": "total", "GiB": cols["memory"] / GIB},
+                     {"part": "available (capacity - reserve)", "GiB": available}]}
+        if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
+            tables["top_plans"] = list(self.ranking[1])
+        return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
+                          plan={**plan, "micro_batches": m if m == int(m) else None,
+                                "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
+                                "calibrated_accelerator": self.calibrated})
 
-    def _reason(self, plan: dict, metrics: dict) -> str:
+    def _reason(self, plan: dict, cols: dict) -> str:
         t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
         b, v = plan["microbatch_size"], plan["interleaving"]
         if (t * p * d != self.n) if self.use_all_gpus else (t * p * d > self.n):
@@ -216,13 +247,27 @@ class Megatron3DCostModel:
         if v > 1 and (p == 1 or self.config.layers % (p * v) or (self.batch // (d * b)) % p):
             return (f"interleaving {v} needs pipeline_parallel > 1, layers ({self.config.layers}) divisible by "
                     f"pipeline × interleaving and micro-batches divisible by pipeline_parallel")
-        limit = (self.capacity - self.options.memory_reserve) / 2**30
-        if metrics["memory_gib"] > limit:
-            return f"needs {metrics['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
+        limit = (self.capacity - self.options.memory_reserve) / GIB
+        if cols["memory_gib"] > limit:
+            return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
         return ""
 
+    def describe(self, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
+        """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""
+        rows = []
+        for i in range(len(values["tensor_parallel"])):
+            rows.append({"rank": i + 1, "tensor": int(values["tensor_parallel"][i]),
+                         "pipeline": int(values["pipeline_parallel"][i]), "data": int(values["data_parallel"][i]),
+                         "micro-batch": int(values["microbatch_size"][i]),
+                         "interleaving": int(values["interleaving"][i]),
+                         "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
+                         "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
+                         "dp overlap": bool(values["dp_overlap"][i]), "time s": float(cols["time"][i]),
+                         "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
+        return rows
+
     def plans(self) -> dict[str, Mapping]:
-        """The Megatron papers' heuristic plan, to seed generic engines: the widest tensor
+        """``megatron``: the Megatron-LM practitioners' rule of thumb (the largest tensor
         parallelism inside a node, the fewest pipeline stages that fit with full recomputation,
         the rest data parallel, micro-batch 1 (Narayanan et al. SC'21 §3 takeaways)."""
         gpn = int(self.system.params.get("gpus_per_node", 8))

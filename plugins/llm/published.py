@@ -42,12 +42,13 @@ class Run:
     batch: int
     fixed: dict = field(default_factory=dict)  # decisions the paper reports
     measured_s: float = 0.0
+    options: dict = field(default_factory=dict)  # cost-model options of the run's software
 
 
 def eq3_flops(cfg: TransformerConfig, batch: int) -> float:
     """Narayanan et al. Eq. 3: FLOPs of one iteration with full recomputation."""
-    s, l, h, v = cfg.seq_len, cfg.layers, cfg.d_model, cfg.vocab
-    return 96.0 * batch * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+    s, layers, h, v = cfg.seq_len, cfg.layers, cfg.d_model, cfg.vocab
+    return 96.0 * batch * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
 
 
 def _korthikanti() -> list[Run]:
@@ -79,7 +80,14 @@ TABLE2 = [("gpt3-175b", 12, 1536, 384, 153), ("gpt3-175b", 12, 1536, 768, 149), 
           ("turing-530b", 35, 2240, 2240, 159)]
 
 _GPT = {"gpt3-175b": (96, 12288, 96), "turing-530b": (105, 20480, 128)}
-_FULL_2021 = {"recompute": "full", "sequence_parallel": False, "optimizer_sharding": False, "dp_overlap": False}
+# 2021 runs: full recomputation, no sequence parallelism, ZeRO or overlap (not yet in Megatron-LM), and
+# Megatron-LM's default schedule (no interleaving) where the paper does not report one
+_FULL_2021 = {"recompute": "full", "sequence_parallel": False, "optimizer_sharding": False, "dp_overlap": False,
+              "interleaving": 1}
+# Megatron-LM of 2021 (v2): synchronous tensor-parallel collectives, weight gradients added into the
+# main-gradient buffer by a separate kernel (both changed in 2022; ``--no-async-tensor-model-parallel-allreduce``
+# and ``--no-gradient-accumulation-fusion`` restore the old behaviour)
+SOFTWARE_2021 = {"tp_overlap": False, "grad_accumulation_fusion": False}
 
 
 def _narayanan() -> list[Run]:
@@ -88,12 +96,13 @@ def _narayanan() -> list[Run]:
         cfg = megatron_gpt(f"gpt-{billions}b", layers, h, heads)
         fixed = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": n // (t * p), **_FULL_2021}
         runs.append(Run("narayanan-t1", f"{billions}B / {n}", cfg, n, batch, fixed,
-                        eq3_flops(cfg, batch) / (n * tflops * 1e12)))
+                        eq3_flops(cfg, batch) / (n * tflops * 1e12), SOFTWARE_2021))
     for name, p, batch, n, tflops in TABLE2:
         cfg = megatron_gpt(name, *_GPT[name])
         fixed = {"tensor_parallel": 8, "pipeline_parallel": p, "data_parallel": n // (8 * p), "microbatch_size": 1,
                  **_FULL_2021}
-        runs.append(Run("narayanan-t2", f"{name} / {n}", cfg, n, batch, fixed, eq3_flops(cfg, batch) / (n * tflops * 1e12)))
+        runs.append(Run("narayanan-t2", f"{name} / {n}", cfg, n, batch, fixed,
+                        eq3_flops(cfg, batch) / (n * tflops * 1e12), SOFTWARE_2021))
     return runs
 
 
@@ -101,7 +110,7 @@ def _mt_nlg() -> list[Run]:
     cfg = megatron_gpt("turing-530b", 105, 20480, 128)
     return [Run("mt-nlg", f"530B / {8 * nodes}", cfg, 8 * nodes, 1920,
                 {"tensor_parallel": 8, "pipeline_parallel": 35, "data_parallel": nodes // 35, "microbatch_size": 1,
-                 "interleaving": 1, **_FULL_2021}, seconds)
+                 **_FULL_2021}, seconds, SOFTWARE_2021)
             for nodes, seconds in ((280, 60.1), (350, 50.2), (420, 44.4))]
 
 

@@ -1,27 +1,39 @@
-"""Iteration time and memory of Megatron-style 3D-parallel training, for many plans at once.
+"""Iteration time of Megatron-LM 3D-parallel training, vectorised over plans.
 
-Every function takes arrays of plans (one entry per plan) and returns arrays, so a whole
-population is scored in one numpy pass. Per pipeline stage and micro-batch (``L/p`` layers):
+:func:`evaluate` takes plans as numpy arrays that broadcast together (one entry per plan, or
+axes such as ``[shapes, recompute, sequence_parallel, sharding, overlap]`` so that every size is
+priced once per shape and only the cheap sums run over the switch settings; the engine does
+this). Per pipeline stage and micro-batch (``L/p`` layers):
 
-* compute (:func:`layer_compute`): the layer's six GEMMs per tensor-parallel rank (QKV, attention
-  scores and context as batched GEMMs over the local heads, projection, MLP in and out) and its
-  memory-bound kernels (LayerNorms, bias-dropout-residuals, activation, softmax and attention
-  dropout), priced by :mod:`.compute`. Backward = 2 × forward (input and weight gradients).
-  Recomputation adds one layer forward (``full``) or the attention core (``selective``: scores,
-  softmax, dropout, context; Korthikanti et al. 2022 §5).
+* compute (:func:`layer_compute`): the layer's four weight GEMMs per tensor-parallel rank (QKV,
+  projection, MLP in and out), the attention core as batched GEMMs over the local heads (scores
+  and context) and the memory-bound kernels (LayerNorms, bias-dropout-residuals, activation,
+  softmax and attention dropout), priced by :mod:`.compute`. Backward: the GEMMs' input and
+  weight gradients as the compute model prices them (twice the forward for the fitted roofline)
+  and twice the element-wise traffic. Recomputation
+  adds one layer forward (``full``) or the attention core (``selective``: scores, softmax,
+  dropout, context; Korthikanti et al. 2022 §5).
 * tensor-parallel communication (Narayanan et al. SC'21 §3.2; Korthikanti §4.2.2): two
-  All-Reduces of ``[b, s, h]`` per layer forward and two backward; with sequence parallelism each
-  becomes a reduce-scatter + all-gather pair of the same volume, and the backward pass all-gathers
-  the two LayerNorm outputs again (``sp_gather_redo``). Full recomputation repeats the forward's.
+  All-Reduces of ``[b, s, h]`` per layer forward; with sequence parallelism each becomes an
+  all-gather + reduce-scatter pair of the same volume. Backward, the two column-parallel layers
+  (QKV, MLP in) All-Reduce their input gradient (sequence parallelism: reduce-scatter it, and
+  re-gather the LayerNorm output, ``sp_gather_redo``), and with sequence parallelism the two
+  row-parallel outputs' gradients are all-gathered. ``tp_overlap`` (Megatron-LM's asynchronous
+  tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
+  collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
+  the GEMM is exposed. Full recomputation repeats the forward's communication.
 * pipeline (Narayanan §2.2): ``m·t_max + (p-1)/v·t_stage`` with ``m = B/(d·b)`` micro-batches,
   ``t_max`` the slowest stage (the first holds the embedding, the last the logits and loss) and
   ``v`` interleaved stages per device; each micro-batch crosses ``2·v`` stage boundaries per
   device, sent with the scatter/gather optimisation (Narayanan §4.1) across nodes.
+* gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
+  micro-batch's weight gradients are added into the main-gradient buffer by a separate kernel
+  (read both, write one); fused, the weight-gradient GEMM accumulates in place.
 * data parallelism: All-Reduce of the gradients (or reduce-scatter + all-gather of the weights
   with the distributed optimizer) over the ``d`` replicas; with ``dp_overlap`` only what outlasts
   the last micro-batch's backward pass is exposed. The tied embedding's gradient is All-Reduced
   between first and last stage. The optimizer step reads and writes ``optimizer_bytes`` per
-  local parameter (Adam on fp32 master weights: 34 bytes).
+  local parameter (:func:`optimizer_bytes`).
 
 Memory per GPU follows :mod:`.memory`.
 """
@@ -38,11 +50,14 @@ from . import memory
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
+PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
+         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s")
 
 
 @dataclass(frozen=True)
 class Plans:
-    """Decisions of ``P`` plans as arrays: sizes as floats, recompute as 0/1/2, switches as bools."""
+    """Decisions of plans as arrays that broadcast together: sizes as floats, recompute as
+    0/1/2 (:data:`memory.RECOMPUTE`), switches as bools."""
 
     tp: np.ndarray
     pp: np.ndarray
@@ -72,12 +87,34 @@ class Links:
 class Options:
     """Modelling choices (documented defaults; see the cost model's options)."""
 
-    grad_bytes: float = 4.0  # bytes per gradient element reduced over data parallelism
+    grad_bytes: float = 4.0  # bytes per main-gradient element (accumulated and reduced)
     sp_gather_redo: bool = True  # sequence parallelism re-gathers LayerNorm outputs in backward
     scatter_gather: bool = True  # Narayanan §4.1 optimisation of cross-node stage transfers
-    optimizer_bytes: float = 34.0  # HBM bytes per local parameter of one Adam step
+    tp_overlap: bool = True  # asynchronous TP collectives beside the backward GEMMs (Megatron-LM 2022+)
+    grad_accumulation_fusion: bool = True  # weight-gradient GEMMs accumulate into the main gradient
+    optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
     memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds of one layer and micro-batch on one TP rank, and the pieces overlap needs."""
+
+    forward: np.ndarray  # the whole layer, forward
+    backward: np.ndarray  # the whole layer, backward (input and weight gradients)
+    core: np.ndarray  # the attention core, forward (what selective recomputation redoes)
+    qkv: np.ndarray  # the QKV GEMM's backward (its GEMMs hide the column-parallel collectives)
+    mlp_in: np.ndarray  # the MLP-in GEMM's backward (likewise)
+
+
+def optimizer_bytes(grad_bytes: float) -> float:
+    """HBM bytes per parameter of Megatron-LM's mixed-precision optimizer step (its
+    ``Float16OptimizerWithFloat16Params``): unscale the fp32 gradient (read + write, 8), its norm
+    for clipping (read, 4), Adam (read weight, gradient, m, v; write weight, m, v: 28), copy the
+    fp32 weight to the 16-bit one (read 4, write 2), zero the main gradient (``grad_bytes``) and,
+    with 16-bit main gradients, first copy them to fp32 (read 2, write 4)."""
+    return 8.0 + 4.0 + 28.0 + 6.0 + grad_bytes + (6.0 if grad_bytes < 4 else 0.0)
 
 
 def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
@@ -86,86 +123,105 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp) -> tuple[np.ndarray, np.ndarray]:
-    """Forward seconds of one layer on one TP rank: (all of it, the attention core alone)."""
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp) -> LayerTimes:
+    """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
+    backward reads and writes twice their forward traffic."""
     s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    gemms = (dev.gemm_time(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # QKV (column-parallel)
-             + dev.gemm_time(tok, h, cfg.inner / t)  # projection (row-parallel)
-             + dev.gemm_time(tok, cfg.mlp_in / t, h)  # MLP in (gate and up when gated)
-             + dev.gemm_time(tok, h, cfg.d_ff / t))  # MLP out
+    qkv = dev.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
+    proj = dev.gemm_times(tok, h, cfg.inner / t)  # row-parallel
+    mlp_in = dev.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
+    mlp_out = dev.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
     heads = np.asarray(b, float) * a / t
-    core_gemm = dev.gemm_time(s, s, dh, batch=heads) + dev.gemm_time(s, dh, s, batch=heads)  # QKᵀ, ·V
-    rep_div = np.where(np.asarray(sp, bool), t, 1.0)
+    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
+    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
-    # write 1, mask 1 byte: 14 sbh) on the replicated [s, b, h]; activation read + write on the shard
-    rep_bytes = (8.0 + 14.0) * tok * h / rep_div
+    # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
+    # the activation reads and writes the MLP shard (and the gated product when gated)
+    rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
     act_bytes = 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
-    core_bytes = 9.0 * heads * s * s  # scale-mask-softmax (read + write, 4) and attention dropout (5)
-    core = core_gemm + dev.memory_time(core_bytes, kernels=2)
-    return gemms + core + dev.memory_time(rep_bytes + act_bytes, kernels=5), core
+    elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
+    gemms = (qkv, proj, mlp_in, mlp_out, scores, context)
+    core = scores[0] + context[0] + softmax_dropout
+    forward = sum(g[0] for g in gemms) + softmax_dropout + elementwise
+    backward = sum(g[1] for g in gemms) + 2.0 * (softmax_dropout + elementwise)
+    return LayerTimes(forward, backward, core, qkv[1], mlp_in[1])
 
 
-def tp_layer_comm(cfg: TransformerConfig, b, t, sp, recompute, bw, lat, opts: Options) -> np.ndarray:
-    """Tensor-parallel communication seconds of one layer, forward + backward (+ recompute)."""
+def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
+                  opts: Options) -> np.ndarray:
+    """Exposed tensor-parallel communication seconds of one layer: forward + backward (+ recompute)."""
     n = ACT_BYTES * np.asarray(b, float) * cfg.seq_len * cfg.d_model  # [b, s, h] in 16 bits
     ar = coll.allreduce(n, t, bw, lat)  # Megatron f / g operators
     ag = coll.allgather(n, t, bw, lat)
     rs = coll.reduce_scatter(n, t, bw, lat)
     sp = np.asarray(sp, bool)
-    fwd = np.where(sp, 2 * (ag + rs), 2 * ar)
-    bwd = np.where(sp, 2 * (ag + rs) + (2 * ag if opts.sp_gather_redo else 0.0), 2 * ar)
-    redo = np.where(np.asarray(recompute) == memory.FULL, fwd, 0.0)
-    return fwd + bwd + redo
+    fwd = np.where(sp, 2.0 * (ag + rs), 2.0 * ar)
+    redo = ag if opts.sp_gather_redo else 0.0
+    if opts.tp_overlap:  # each column-parallel layer: AR (sp: RS) beside its weight-gradient GEMM,
+        hidden = 0.0  # the re-gather beside its input-gradient GEMM (each half of its backward)
+        for gemm in (lt.qkv / 2.0, lt.mlp_in / 2.0):
+            hidden = hidden + np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
+                                       np.maximum(0.0, ar - gemm))
+        bwd = np.where(sp, 2.0 * ag, 0.0) + hidden
+    else:
+        bwd = np.where(sp, 2.0 * (ag + rs + redo), 2.0 * ar)
+    again = np.where(np.asarray(recompute) == memory.FULL, fwd, 0.0)
+    return np.where(t > 1, fwd + bwd + again, 0.0)
 
 
 def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev: Device,
              memory_capacity: float, opts: Options = Options()) -> dict[str, np.ndarray]:
     """Iteration time with its parts and memory per GPU with its parts, per plan (SI units)."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
-    rc, sp = plans.recompute, plans.sp
+    rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
     m = batch / (d * b)  # micro-batches per pipeline per iteration
     per_stage = L / p
     vocab = padded_vocab(cfg, t)
 
-    f_layer, core = layer_compute(cfg, dev, b, t, sp)
-    rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, core, 0.0))
-    tp_layer = np.where(t > 1, tp_layer_comm(cfg, b, t, sp, rc, links.tp_bw, links.tp_lat, opts), 0.0)
+    lt = layer_compute(cfg, dev, b, t, sp)
+    f_layer, b_layer = lt.forward, lt.backward
+    rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
+    tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
 
     # first stage: embedding lookup and its TP reduction; last stage: logits GEMM and the loss
     tok = b * s
     emb_f = dev.memory_time(ACT_BYTES * tok * h, kernels=1)
     emb_comm = np.where(t > 1, coll.allreduce(ACT_BYTES * tok * h, t, links.tp_bw, links.tp_lat), 0.0)
-    head_f = dev.gemm_time(tok, vocab / t, h) + dev.memory_time(opts.loss_bytes_per_logit * tok * vocab / t, kernels=3)
+    logits_f, logits_b = dev.gemm_times(tok, vocab / t, h)
+    head = logits_f + logits_b + 3.0 * dev.memory_time(opts.loss_bytes_per_logit * tok * vocab / t, kernels=3)
     head_comm = np.where(t > 1, 3 * coll.allreduce(4.0 * tok, t, links.tp_bw, links.tp_lat), 0.0)  # CE max/sum/target
 
     # stage boundary transfers: [b, s, h] (already 1/t with sequence parallelism)
     xfer = ACT_BYTES * tok * h
-    split = np.where(sp, t, 1.0)
-    sg = opts.scatter_gather & links.pp_crosses_nodes & (t > 1) & ~np.asarray(sp, bool)
+    sg = opts.scatter_gather & links.pp_crosses_nodes & (t > 1) & ~sp
     hop = np.where(sg, coll.point_to_point(xfer / t, links.pp_bw, links.pp_lat)
                    + coll.allgather(xfer, t, links.tp_bw, links.tp_lat),
-                   coll.point_to_point(xfer / split, links.pp_bw, links.pp_lat))
+                   coll.point_to_point(xfer / np.where(sp, t, 1.0), links.pp_bw, links.pp_lat))
     p2p = np.where(p > 1, 2.0 * v * hop, 0.0)
-
-    fwd_stage = per_stage * f_layer
-    stage = per_stage * (3.0 * f_layer + rec_layer + tp_layer) + p2p  # fwd + 2×fwd bwd + recompute
-    first_extra = 3.0 * emb_f + 2.0 * emb_comm
-    last_extra = 3.0 * head_f + 2.0 * head_comm
-    extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
-    bubble = (p - 1.0) / v * stage
 
     # parameters held by the first stage (layers + embeddings), the most of any stage
     emb_params = vocab * h + cfg.max_positions * h
     stage_params = (per_stage * cfg.layer_params + emb_params) / t
     grads = opts.grad_bytes * stage_params
+    # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
+    accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
+                                                                           * stage_params, kernels=1)
+
+    fwd_stage = per_stage * f_layer
+    stage = per_stage * (f_layer + b_layer + rec_layer + tp_layer) + p2p + accumulate
+    first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
+    last_extra = head + 2.0 * head_comm
+    extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
+    bubble = (p - 1.0) / v * stage
+
     zero = np.asarray(plans.zero, bool) & (d > 1)
     reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
                       coll.allreduce(grads, d, links.dp_bw, links.dp_lat))
     gather = np.where(zero, coll.allgather(ACT_BYTES * stage_params, d, links.dp_bw, links.dp_lat), 0.0)
-    window = 2.0 * fwd_stage  # the last micro-batch's backward pass, during which buckets reduce
+    window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
     dp_comm = np.where(d > 1, exposed + gather, 0.0)
     emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
@@ -173,39 +229,38 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
     parts = {
         "forward_s": m * fwd_stage,
-        "backward_s": m * 2.0 * fwd_stage,
+        "backward_s": m * per_stage * b_layer,
         "recompute_s": m * per_stage * rec_layer,
         "tp_comm_s": m * per_stage * tp_layer,
         "embedding_logits_s": m * extra,  # the slowest stage's embedding or logits + loss (both if p = 1)
         "pp_comm_s": m * p2p,
         "bubble_s": bubble,
+        "grad_accumulation_s": m * accumulate,
         "dp_comm_s": dp_comm + emb_sync,
         "optimizer_s": optimizer,
     }
     time = sum(parts.values())
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
+    split = np.where(sp, t, 1.0)
     act_layer = memory.layer_activations(cfg, b, t, sp, rc)
     first_act = act_layer * memory.in_flight_layers(L, p, v, m) + s * b * h * np.minimum(m, p) / split
     working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE), 0.0)
     logits = 6.0 * s * b * vocab / t
     last_act = act_layer * per_stage + logits
-    per_param = memory.optimizer_bytes_per_param(zero, d)
-    static = stage_params * per_param
     activations = np.where(p > 1, np.maximum(first_act, last_act), first_act + logits) + working
-    total = static + activations
-    feasible = total <= memory_capacity - opts.memory_reserve
-    flops = model_flops(cfg, batch)
+    weights, gradients, state = memory.static_bytes(stage_params, zero, d)
+    total = weights + gradients + state + activations
     gpus = t * p * d
     return {
         "time": time, **parts,
         "throughput": batch * s / time,  # tokens per second
-        "tflops_per_gpu": flops / (time * gpus) / 1e12,
+        "tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
         "gpus": gpus,
-        "memory_weights_gib": stage_params * memory.optimizer_bytes_per_param(zero, d) / 2**30,
-        "memory_activations_gib": activations / 2**30,
-        "memory_gib": total / 2**30,
-        "feasible": feasible,
+        "memory_weights": weights, "memory_gradients": gradients, "memory_optimizer": state,
+        "memory_activations": activations,
+        "memory": total,
+        "feasible": total <= memory_capacity - opts.memory_reserve,
     }
 
 

@@ -1,7 +1,8 @@
 """ONNX import: ``[workload] file = "model.onnx"`` reads a real ONNX graph as an optmap workload.
 
-Workload ``onnx`` (:func:`read_onnx`), the reader of ``.onnx`` files, and the op kinds it adds
-to the workload IR (``optmap.plugins.onnx.ops``). Reading needs the optional ``onnx`` package:
+Workload ``onnx`` (:func:`read_onnx`) and the reader of ``.onnx`` files; ONNX ops the built-in
+kinds do not cover map onto the IR's general kinds (:mod:`optmap.workload.general_ops`: element-wise,
+binary, reduce, norm, embedding, attention, data movement). Reading needs the optional ``onnx`` package:
 ``pip install 'optmap[onnx]'``.
 """
 
@@ -27,10 +28,3 @@ def optmap_register_workloads(register):
 def optmap_register_workload_readers(register):
     register(".onnx", "onnx")
 
-
-@hookimpl
-def optmap_register_ops(register):
-    from optmap.plugins.onnx.ops import KINDS  # the IR installs op kinds when the host loads
-
-    for kind in KINDS:
-        register(kind.name, kind)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import onnx
 
 from .convert import Converter, Unsupported, attributes, handles, has_input
-from .ops import BINARY, ELEMENTWISE, REDUCE
+from optmap.workload.general_ops import BINARY, ELEMENTWISE, REDUCE
 
 ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": "softmax",
                "LeakyRelu": "leaky_relu", "HardSwish": "hardswish", "Gelu": "gelu"}

@@ -21,7 +21,7 @@ import onnx
 
 from .convert import Converter, Unsupported, attributes, handles, has_input
 from .elementwise import reduce
-from .ops import ATTENTION, CONV_TRANSPOSE, NORM
+from optmap.workload.general_ops import ATTENTION, CONV_TRANSPOSE, NORM
 
 
 def _weight(c: Converter, node: onnx.NodeProto, index: int) -> tuple[int, ...]:

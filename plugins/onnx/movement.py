@@ -18,7 +18,7 @@ import math
 import onnx
 
 from .convert import Converter, Unsupported, attributes, handles, has_input
-from .ops import COPY, EMBEDDING, RESHAPE, SLICE, TRANSPOSE
+from optmap.workload.general_ops import COPY, EMBEDDING, RESHAPE, SLICE, TRANSPOSE
 
 
 @handles("Concat")

@@ -44,6 +44,7 @@ import importlib.util
 import logging
 import math
 import sys
+import time
 import uuid
 import warnings
 from typing import Any, Literal
@@ -63,6 +64,7 @@ SAMPLERS = ("auto", "tpe", "cmaes", "random", "qmc", "nsga2")
 MANY_CATEGORICAL = 50
 WEAK_ON_CATEGORICAL = ("tpe", "cmaes", "random", "qmc")
 PLAIN = (str, int, float, bool, type(None))
+SCHEMA_TRIES = 5  # attempts to open a storage whose tables another worker may be creating
 
 
 class Codec:
@@ -205,12 +207,20 @@ class OptunaSearch(SearchEngine):
             from optuna.storages import JournalStorage
             from optuna.storages.journal import JournalFileBackend
             storage = JournalStorage(JournalFileBackend(storage))
-        try:
-            study = optuna.create_study(storage=storage, study_name=name, directions=directions, load_if_exists=True)
-        except ValueError as exc:  # e.g. a stored study with other directions
-            raise OptmapError(f"Optuna study '{name}' in {self.storage}: {exc}") from None
-        except Exception as exc:
-            raise OptmapError(f"cannot open Optuna storage {self.storage}: {type(exc).__name__}: {exc}") from None
+        for attempt in range(SCHEMA_TRIES):
+            try:
+                study = optuna.create_study(storage=storage, study_name=name, directions=directions,
+                                            load_if_exists=True)
+                break
+            except ValueError as exc:  # e.g. a stored study with other directions
+                raise OptmapError(f"Optuna study '{name}' in {self.storage}: {exc}") from None
+            except Exception as exc:
+                # workers started together on an empty database race to create Optuna's tables
+                # (optuna/optuna#1092): the loser sees a database error and finds the tables made
+                if attempt + 1 == SCHEMA_TRIES or not type(exc).__module__.startswith("sqlalchemy"):
+                    message = " ".join(f"{type(exc).__name__}: {exc}".split())
+                    raise OptmapError(f"cannot open Optuna storage {self.storage}: {message}") from None
+                time.sleep(0.1 * (attempt + 1))
         stored = study.user_attrs.get("optmap_problem")
         if stored is None:
             study.set_user_attr("optmap_problem", problem_digest)

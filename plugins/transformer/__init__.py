@@ -3,7 +3,8 @@
 Workload ``transformer``: an encoder, decoder, decoder-only or encoder-decoder stack from a
 preset (:mod:`.presets`) or explicit sizes, rendered as an optmap layer graph that also carries
 its :class:`~optmap.plugins.transformer.config.TransformerConfig` (exact parameter counts,
-per-block FLOPs and tensor-parallel message sizes, :mod:`.config`).
+per-block FLOPs and tensor-parallel message sizes, :mod:`.config`). Op kind ``mul`` (the
+element-wise product of a gated MLP, :mod:`.ops`).
 """
 
 from optmap.hookspecs import hookimpl
@@ -12,3 +13,10 @@ from optmap.hookspecs import hookimpl
 @hookimpl
 def optmap_register_workloads(register):
     register("transformer", "optmap.plugins.transformer.workload:transformer")
+
+
+@hookimpl
+def optmap_register_ops(register):
+    from optmap.plugins.transformer.ops import MUL  # the IR installs op kinds when the host loads
+
+    register(MUL.name, MUL)

@@ -19,7 +19,7 @@ prefix. Per block:
 * ffn: ``norm`` → ``w1`` → ``act`` (ReLU, paper Eq. 2, for encoder-decoder models; GELU for the
   BERT/GPT-2 families unless ``activation`` is given) → ``w2`` → ``residual``. A gated MLP
   (``gated_mlp``, SwiGLU) has ``w1`` (gate) → ``act`` (SiLU) and ``w3`` (up), joined by ``gate``
-  before ``w2``.
+  (op ``mul``, the element-wise product, :mod:`.ops`) before ``w2``.
 * grouped-query attention (``kv_heads`` < ``heads``): ``k`` and ``v`` project to kv_heads·head_dim
   and are repeated to the query width before the attention matmuls (``k_expand``, ``v_expand``: a
   concat of the projection and identity copies, Hugging Face's ``repeat_kv``), so the matmul MACs
@@ -49,6 +49,7 @@ from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
 
 from .config import TransformerConfig
+from .ops import MUL
 from .presets import PRESETS
 
 
@@ -98,9 +99,9 @@ def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias:
     n = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
     h = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w1")  # Eq. 2: x·W1 + b1 (the gate when gated)
     h = b.activation(h, activation, name=f"{prefix}.act")
-    if gated:  # SwiGLU (Shazeer 2020): act(x·W1) ⊙ x·W3; the IR has no product op, so ``gate`` is an
-        up = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w3")  # element-wise add of the same shape
-        h = b.add(h, up, name=f"{prefix}.gate")
+    if gated:  # SwiGLU (Shazeer 2020): act(x·W1) ⊙ x·W3, the product an op kind of this plugin
+        up = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w3")
+        h = b.op(MUL, (h, up), b.shape(h), name=f"{prefix}.gate")
     h = b.linear(h, d, bias=bias, name=f"{prefix}.w2")  # Eq. 2: ·W2 + b2
     y = b.add(x, h, name=f"{prefix}.residual")
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
@@ -155,8 +156,8 @@ def _config(preset: str | None, given: dict) -> TransformerConfig:
         )
     if "head_dim" not in given:
         if given["d_model"] % given["heads"]:
-            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = {given['heads']}; "
-                              f"choose sizes that divide, or give head_dim explicitly")
+            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = "
+                              f"{given['heads']}; choose sizes that divide, or give head_dim explicitly")
         given["head_dim"] = given["d_model"] // given["heads"]
     return TransformerConfig(name=f"transformer-{given['kind']}", **given)
 

@@ -116,7 +116,7 @@ def test_schema_is_json_with_every_plugin():
         "cost_model": {v["title"] for v in properties["cost"]["anyOf"]},
         "search_engine": set(properties["search"]["properties"]["engine"]["enum"]),
         "accelerator": set(properties["system"]["anyOf"][0]["properties"]["groups"]["items"]["properties"]
-                           ["accelerator"]["enum"]),
+                           ["accelerator"]["examples"]),  # a string: problem files may define their own
     }
     host = load_host()
     for kind in titles:  # the kinds a problem file names (op kinds, dtypes and readers are vocabulary)
@@ -133,7 +133,7 @@ def test_schema_accepts_the_shipped_problems():
     from optmap.schema import problem_schema
 
     validator = jsonschema.Draft202012Validator(problem_schema())
-    for path in sorted((ROOT / "problems").rglob("*.toml")):
+    for path in sorted(p for p in (ROOT / "problems").rglob("*.toml") if not p.name.endswith(".sweep.toml")):
         errors = list(validator.iter_errors(tomllib.loads(path.read_text())))
         assert not errors, (path, errors[0].message)
 

@@ -264,3 +264,28 @@ def test_global_options_after_the_command_and_version():
     assert proc.returncode == 0 and proc.stdout.strip() == f"optmap {optmap.__version__}"
     proc = cli()
     assert proc.returncode == 0 and "usage: optmap" in proc.stdout
+
+
+def test_compare_ranks_a_maximised_objective_the_right_way():
+    """Throughput is maximised: the best known value is the largest, gaps are how far below it
+    an engine stays (never negative), speedup is engine / baseline."""
+    from optmap.comparison import compare
+
+    model = Stages()
+    spec = {"cost": {"model": "stages"}}
+    problem = make_problem_from_model(model, spec)
+    table = compare(problem, ["exhaustive", "random"], seeds=[0], budget=Budget(evaluations=3), baseline="random")
+    best = max(r.values["throughput"] for r in table.runs)
+    assert table.best_known == best == 1 / 2  # (s0, s1, s2) with k = 1 by brute force: 1 / (2 * 1)
+    rows = {row["engine"]: row for row in table.rows}
+    assert rows["exhaustive"]["gap_percent"] == 0 and rows["random"]["gap_percent"] >= 0
+    assert rows["exhaustive"]["speedup"] == pytest.approx(rows["exhaustive"]["best_mean"] / rows["random"]["best_mean"])
+
+
+def make_problem_from_model(model, spec):
+    from optmap.host import load_host
+    from optmap.problem import Problem, SearchDefaults
+
+    return Problem(name="stages", path=None, spec=spec, workload=None, system=None, cost_model=model,
+                   objectives=("throughput",), constraints={}, search=SearchDefaults("random", 0, Budget(10)),
+                   host=load_host(), senses=("max",), cost_name="stages")

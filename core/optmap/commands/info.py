@@ -8,7 +8,10 @@ from optmap.commands.common import add_problem_arguments, load_plugins, load_pro
 def add_parser(commands) -> dict:
     commands.add_parser("plugins", help="list the plugins and what they register")
     add_problem_arguments(commands.add_parser("validate", help="check a problem file"))
-    add_problem_arguments(commands.add_parser("show", help="show a problem's workload and system"))
+    show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
+                                      "(run --json, compare --json, sweep --out) or a model file")
+    add_problem_arguments(show_parser)
+    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result: draw it again (needs matplotlib)")
     commands.add_parser("schema", help="print the JSON Schema of problem files")
     return {"plugins": plugins, "validate": validate, "show": show, "schema": schema}
 
@@ -44,6 +47,9 @@ def validate(args) -> int:
 def show(args) -> int:
     from optmap.report import console, rows_table
 
+    kind = _file_kind(args)
+    if kind != "problem":
+        return _show_saved(args, kind) if kind in ("result", "comparison", "sweep") else _show_model(args, kind)
     problem = load_problem(args)
     terminal = console()
     workload, system = problem.workload, problem.system
@@ -53,6 +59,119 @@ def show(args) -> int:
     space = problem.cost_model.space
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
                    f"{', '.join(problem.objectives)}")
+    return 0
+
+
+def _file_kind(args) -> str:
+    """What ``optmap show FILE`` was given, by content: a saved JSON result (its kind), a model file
+    that an installed reader loads (its workload name), or a problem file."""
+    from pathlib import Path
+
+    from optmap.errors import OptmapError
+
+    path = Path(args.file)
+    try:
+        head = path.read_bytes()[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return "problem"  # the problem loader says what is wrong with the path
+    if head.startswith(b"{"):
+        from optmap.saved import read_saved
+
+        return read_saved(path)[0]
+    readers = load_plugins(args).registries["workload_reader"]
+    suffix = path.suffix.lower()
+    if suffix in readers:
+        return readers[suffix].target
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        known = ", ".join(sorted(readers)) or "none"
+        hint = "; pip install 'optmap[onnx]' to read ONNX models" if suffix == ".onnx" else ""
+        raise OptmapError(f"{path}: a binary file that no installed plugin reads ('{suffix or '(no suffix)'}'; "
+                          f"model files read here: {known}){hint}") from None
+    return "problem"
+
+
+def _no_overrides(args, what: str) -> None:
+    from optmap.errors import OptmapError
+
+    if args.set or args.fix:
+        raise OptmapError(f"{args.file} is {what}: --set and --fix apply to problem files")
+
+
+def _show_saved(args, kind: str) -> int:
+    from optmap.report import console, layer_table, plan_table, report_tables, result_table, rows_table
+    from optmap.saved import read_saved, result_from_json
+
+    _no_overrides(args, f"a saved {kind}")
+    _, data = read_saved(args.file)
+    terminal = console()
+    if kind == "result":
+        result = result_from_json(data)
+        problem = (data.get("problem") or {}).get("name", args.file)
+        terminal.print(f"saved result of {problem}: {len(result.extra['mapping'])} decisions, "
+                       f"{len(result.history)} history points")
+        plan = plan_table(result.report.plan) if result.report else None
+        layers = layer_table(result)
+        for table in [result_table(result), plan, layers, *report_tables(result)]:
+            if table is not None:
+                terminal.print(table)
+        if args.plot:
+            from optmap.output import save
+            from optmap.plots import plot_run
+
+            terminal.print(f"figure written to {save(args.plot, plot_run(result, problem), what='plot')}")
+        return 0
+    if kind == "comparison":
+        terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
+                                  f"({data.get('best_known_source', 'best')} {data.get('best_known')})", data["rows"]))
+        return 0
+    from optmap.sweep.summary import axes, flat_rows
+
+    rows = data["rows"]
+    columns = list(dict.fromkeys(key for row in rows for key in row.get("objectives", {})))
+    columns += list(dict.fromkeys(key for row in rows for key in row.get("derived", {})))
+    terminal.print(rows_table(data.get("title") or str(args.file), flat_rows(rows, columns)))
+    if args.plot and rows:
+        from optmap.output import save
+        from optmap.sweep.plot import plot_sweep
+
+        x, series, numeric = axes(rows)
+        ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1]
+        image = plot_sweep(rows, x, series, ys, numeric, (), data.get("title", ""))
+        terminal.print(f"figure written to {save(args.plot, image, what='plot')}")
+    return 0
+
+
+def _show_model(args, reader: str) -> int:
+    """A model file read by the workload plugin registered for its suffix (e.g. ONNX); the
+    reader's options come from ``--set workload.KEY=VALUE`` (batch 1 unless given)."""
+    import inspect
+
+    from optmap.errors import OptmapError
+    from optmap.problem.common import call
+    from optmap.problem.spec import parse_override
+    from optmap.report import console, rows_table
+
+    if args.fix:
+        raise OptmapError(f"{args.file} is a model file: --fix applies to problem files")
+    host = load_plugins(args)
+    entry = host.registries["workload"].get(reader)
+    if entry is None:
+        raise OptmapError(f"{args.file}: its reader '{reader}' is not a registered workload")
+    options = {"file": str(args.file)}
+    for text in args.set:
+        path, value = parse_override(text)
+        if len(path) != 2 or path[0] != "workload":
+            raise OptmapError(f"--set '{text}': a model file takes the reader's options as workload.KEY=VALUE, "
+                              f"e.g. --set workload.batch=32")
+        options[path[1]] = value
+    batch = inspect.signature(entry.resolve()).parameters.get("batch")
+    if "batch" not in options and batch is not None and batch.default is inspect.Parameter.empty:
+        options["batch"] = 1
+    workload = call(f"{args.file}: workload '{reader}'", entry, options, section_keys=("file",))
+    console().print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                               workload.describe()))
     return 0
 
 

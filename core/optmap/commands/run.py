@@ -29,6 +29,8 @@ def add_parser(commands) -> dict:
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     parser.add_argument("--layers", choices=("top", "all"), default="top",
                         help="per-layer table: the most expensive layers of a long network (top, default) or all")
+    parser.add_argument("--plot", metavar="PNG", help="draw convergence and per-layer compute / communication "
+                        "bars (needs matplotlib)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the checkpoint (ga, optuna) or join the stored Optuna study")
     parser.add_argument("--checkpoint", metavar="FILE", help="checkpoint file of a resumable engine "
@@ -52,6 +54,10 @@ def run(args) -> int:
     if not math.isfinite(args.checkpoint_every) or args.checkpoint_every <= 0:
         raise OptmapError(f"--checkpoint-every must be a number of seconds > 0, got {args.checkpoint_every}")
     problem = load_problem(args)
+    if args.plot:
+        from optmap.plots import pyplot
+
+        pyplot()  # a missing matplotlib is said before the search
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
     options = engine_options(problem, engine, args)
@@ -85,6 +91,10 @@ def run(args) -> int:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)
     terminal.print(f"result written to {where}")
+    if args.plot:
+        from optmap.plots import plot_run
+
+        terminal.print(f"figure written to {save(args.plot, plot_run(result, problem.name), what='plot')}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
         again = [word for word in args.argv if word != "--resume"] + ["--resume"]

@@ -2,6 +2,8 @@
 
 - :mod:`~optmap.workload.ops`: the open vocabulary of operation kinds and their FLOP / parameter
   rules (plugins register more through the ``optmap_register_ops`` hook);
+- :mod:`~optmap.workload.general_ops`: the general kinds every importer and sequence model shares
+  (element-wise, binary, reduce, norm, embedding, attention, transposed convolution, data movement);
 - :mod:`~optmap.workload.layer`: `Layer`, dtypes and phases (both open);
 - :mod:`~optmap.workload.graph`: `Workload`;
 - :mod:`~optmap.workload.builder`: `WorkloadBuilder`, shape inference;

@@ -1,75 +1,111 @@
-"""megatron-3d engine: enumeration = brute force over the whole space, pins honoured, best plan."""
+"""megatron-3d engine: enumeration = brute force over the whole space, pins honoured, best plan, top plans."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from optmap.plugins.llm.engine import enumerate_plans
+from optmap.plugins.llm.engine import pareto_rows, plan_table
 from optmap.run import solve
-from optmap.space import DesignSpace, categorical
+from optmap.search import Budget, Evaluator, pareto_mask
 
 from test_llm_model import problem
 
 
-def _brute_force(model):
-    """Every point of the space (grid), its validity and, per valid plan, its canonical form."""
-    rows = np.concatenate(list(model.space.grid()))
+def _brute_force(model, space=None):
+    """Every point of the space (grid) that is valid, each distinct plan once (an inert switch off)."""
+    rows = np.concatenate(list((space or model.space).grid()))
     plans = model.plan_arrays(model.values(rows))
     bad = model.validity(plans)
     valid = ~(bad["gpus"] | bad["batch"] | bad["interleaving"])
-    # a switch that cannot act is enumerated once (off); brute force canonicalises the same way
     inert = ((plans.tp == 1) & plans.sp) | ((plans.dp == 1) & (plans.zero | plans.overlap))
     return rows[valid & ~inert]
 
 
+def _allowed(space):
+    return {v.name: np.array([v.pinned] if v.is_pinned else v.choices, dtype=object) for v in space.variables}
+
+
 def test_enumeration_equals_filtered_grid():
     m = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4).cost_model
-    choices = {v.name: np.array(v.choices, dtype=object) for v in m.space.variables}
-    X = enumerate_plans(m, choices)
+    values, cols = plan_table(m, _allowed(m.space))
     brute = _brute_force(m)
-    assert len(X) == len(brute) > 0
-    assert {tuple(r) for r in X} == {tuple(r) for r in brute}
+    assert len(values["tensor_parallel"]) == len(brute) > 0
+    # the same plans, with the same scores as the model's batch evaluation of the brute-force rows
+    by_plan = {tuple(float(values[k][i]) for k in values): cols["time"][i] for i in range(len(brute))}
+    want = m.plan_arrays(m.values(brute))
+    times = m.evaluate_batch(brute)["time"]
+    for i in range(len(brute)):
+        key = (want.tp[i], want.pp[i], want.dp[i], want.mb[i], want.vp[i], float(want.recompute[i]),
+               float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]))
+        assert by_plan[key] == pytest.approx(times[i])
 
 
-def test_engine_best_is_the_exhaustive_minimum():
+def test_engine_best_is_the_exhaustive_minimum_and_lists_the_top_plans():
     p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
     result = solve(p)
     brute = _brute_force(p.cost_model)
     cols = p.cost_model.evaluate_batch(brute)
-    best = cols["time"][cols["feasible"]].min()
-    assert result.values["time"] == pytest.approx(best)
-    assert result.extra["valid_plans"] == len(brute)
-    assert result.extra["top1"].endswith(f"{best:.4g} s") and "top5" in result.extra
+    times = np.sort(cols["time"][cols["feasible"]])
+    assert result.values["time"] == pytest.approx(times[0])
+    assert result.extra["valid_plans"] == result.evaluations == len(brute)
+    top = result.report.tables["top_plans"]
+    assert [row["rank"] for row in top] == [1, 2, 3, 4, 5]
+    assert [row["time s"] for row in top] == pytest.approx(times[:5].tolist())
     assert result.report.feasible and result.report.metrics["memory_gib"] <= 78
 
 
-class _Pinned:
-    """An evaluator stand-in whose space narrows decisions to one value (what pinning does)."""
-
-    def __init__(self, evaluator, fixed):
-        self.__dict__.update(evaluator.__dict__)
-        self._inner = evaluator
-        self.space = DesignSpace(tuple(categorical(v.name, (fixed[v.name],)) if v.name in fixed else v
-                                       for v in evaluator.space.variables))
-
-    def evaluate(self, X):
-        return self._inner.evaluate(X)
-
-    @property
-    def exhausted(self):
-        return self._inner.exhausted
-
-
 def test_engine_honours_pinned_decisions():
-    from optmap.plugins.llm.engine import Megatron3DSearch
-    from optmap.search import Evaluator
-
     p = problem()
-    evaluator = Evaluator(p.cost_model, ("time",))
     fixed = {"tensor_parallel": 8, "pipeline_parallel": 8, "recompute": "full", "sequence_parallel": True}
-    extra = Megatron3DSearch().search(_Pinned(evaluator, fixed), 0)
-    best = p.cost_model.space.decode(evaluator.best_x).as_dict()
+    space = p.cost_model.space.pin(fixed)
+    result = solve(dataclasses.replace(p, fixed=fixed))
+    best = result.best.as_dict()
     assert all(best[k] == v for k, v in fixed.items())
-    assert extra["top1"].startswith("t8 p8 d1")
+    brute = _brute_force(p.cost_model, space)
+    cols = p.cost_model.evaluate_batch(brute)
+    assert result.evaluations == len(brute)
+    assert result.values["time"] == pytest.approx(cols["time"][cols["feasible"]].min())
+    assert all(row["tensor"] == 8 and row["pipeline"] == 8 for row in result.report.tables["top_plans"])
+
+
+def test_budget_caps_the_plans_scored():
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    limited = dataclasses.replace(p, search=dataclasses.replace(p.search, budget=Budget(evaluations=2000)))
+    result = solve(limited)
+    everything = solve(p)
+    assert result.evaluations == 2000 < everything.evaluations and result.stopped == "budget"
+    assert result.values["time"] >= everything.values["time"]
+
+
+def test_several_objectives_give_the_pareto_front():
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    both = dataclasses.replace(p, objectives=("time", "memory_gib"), senses=("min", "min"))
+    result = solve(both)
+    brute = _brute_force(p.cost_model)
+    cols = p.cost_model.evaluate_batch(brute)
+    F = np.column_stack([cols["time"], cols["memory_gib"]])[cols["feasible"]]
+    want = {tuple(np.round(f, 9)) for f in np.unique(F[pareto_mask(F)], axis=0)}  # O(n²) reference
+    got = {tuple(np.round([v["time"], v["memory_gib"]], 9)) for _, v in result.front}
+    assert got == want
+
+
+def test_pareto_sweep_equals_the_quadratic_reference():
+    F = np.random.default_rng(1).integers(0, 12, size=(700, 3)).astype(float)  # many ties
+    rows = pareto_rows(F, chunk=64)
+    assert {tuple(f) for f in F[rows]} == {tuple(f) for f in F[pareto_mask(F)]}
+
+
+def test_objectives_and_constraints_follow_the_evaluator():
+    # maximise throughput under a memory cap: the engine's answer is the brute-force one
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    capped = dataclasses.replace(p, objectives=("throughput",), senses=("max",), constraints={"memory_gib": 40.0})
+    result = solve(capped)
+    brute = _brute_force(p.cost_model)
+    cols = p.cost_model.evaluate_batch(brute)
+    ok = cols["feasible"] & (cols["memory_gib"] <= 40.0)
+    assert result.values["throughput"] == pytest.approx(cols["throughput"][ok].max())
+    assert result.report.metrics["memory_gib"] <= 40.0
 
 
 @pytest.mark.parametrize("preset,gpus,batch,paper", [
@@ -90,3 +126,21 @@ def test_best_plan_at_least_as_fast_as_the_papers(preset, gpus, batch, paper):
     assert report.feasible
     assert result.report.metrics["throughput"] >= report.metrics["throughput"]
     assert result.report.feasible and result.report.metrics["memory_gib"] <= 78
+
+
+def test_generic_engines_search_the_same_space():
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    small = dataclasses.replace(p, search=dataclasses.replace(p.search, budget=Budget(evaluations=300)))
+    result = solve(small, engine="random", seed=3)
+    exact = solve(p)
+    assert result.evaluations == 300 and result.values["time"] >= exact.values["time"] - 1e-12
+    assert Evaluator(p.cost_model, ("time",)).space is p.cost_model.space
+
+
+def test_top_plans_belong_to_the_best_plan_of_the_search_only():
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    best = solve(p)
+    other = solve(dataclasses.replace(p, fixed={"tensor_parallel": 2}), engine="random", seed=0,
+                  budget=Budget(evaluations=50))
+    assert "top_plans" in best.report.tables
+    assert other.best.as_dict() != best.best.as_dict() and "top_plans" not in other.report.tables

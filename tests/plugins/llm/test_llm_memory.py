@@ -73,4 +73,6 @@ def test_gqa_and_gated_widths():
 
 def test_optimizer_bytes():
     # Megatron distributed-optimizer table: 18 bytes/parameter, 6 + 12/d sharded
-    assert np.allclose(memory.optimizer_bytes_per_param([False, True, True], [8, 8, 1]), [18, 7.5, 18])
+    weights, grads, state = memory.static_bytes(np.array([1.0, 1.0, 1.0]), [False, True, True], [8, 8, 1])
+    assert np.allclose(weights + grads + state, [18, 7.5, 18])
+    assert np.allclose(weights, 2) and np.allclose(grads, 4) and np.allclose(state, [12, 1.5, 12])

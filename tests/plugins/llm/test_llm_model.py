@@ -7,7 +7,8 @@ import pytest
 from optmap.errors import OptmapError
 from optmap.host import load_host
 from optmap.plugins.hardware.accelerators import A100
-from optmap.plugins.llm.cluster import dgx_a100, dgx_h100, group_link
+from optmap.plugins.llm import timing
+from optmap.plugins.llm.cluster import dgx_a100, dgx_h100, group_link, plan_links
 from optmap.plugins.llm.model import DECISIONS
 from optmap.problem import build_problem
 from optmap.system import GroupSpec
@@ -17,7 +18,8 @@ def problem(preset="gpt3-175b", gpus=64, batch=64, **cost):
     return build_problem({
         "workload": {"model": "transformer", "preset": preset, "batch": batch, "dtype": "fp16"},
         "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100", "count": gpus}]},
-        "cost": {"model": "megatron-3d", **cost}, "search": {"engine": "megatron-3d"}})
+        "cost": {"model": "megatron-3d", **cost},
+        "search": {"engine": "megatron-3d", "budget": {"evaluations": 10_000_000}}})
 
 
 KORTHIKANTI_175B = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
@@ -56,6 +58,10 @@ def test_validity_reasons():
     assert "differs from" in strict.evaluate(strict.space.mapping(bad)).reason
 
 
+def _table(report, name):
+    return {row["part"]: row for row in report.tables[name]}
+
+
 def test_memory_infeasible_with_reason_and_feasible_fits():
     m = problem().cost_model
     none = {**KORTHIKANTI_175B, "recompute": "none", "sequence_parallel": False}
@@ -64,10 +70,19 @@ def test_memory_infeasible_with_reason_and_feasible_fits():
     assert not report.feasible and "GiB per GPU" in report.reason and report.metrics["memory_gib"] > 100
     ok = m.evaluate(m.space.mapping(KORTHIKANTI_175B))
     assert ok.feasible and ok.metrics["memory_gib"] <= 80 - 2
-    # weights+grads+optimizer: 18 bytes x (8 layers' params + embeddings) / 8 ranks of the first stage
+    # weights 2 + gradients 4 + optimizer state 12 bytes x (8 layers' params + embeddings) / 8 ranks of
+    # the first stage (Megatron-LM docs/distrib_optimizer.md)
     cfg = m.config
     params = (12 * cfg.layer_params + (51200 + 2048) * 12288) / 8
-    assert ok.metrics["memory_weights_gib"] == pytest.approx(18 * params / 2**30)
+    rows = _table(ok, "memory_per_gpu")
+    assert rows["weights (16-bit)"]["GiB"] == pytest.approx(2 * params / 2**30)
+    assert rows["gradients (fp32)"]["GiB"] == pytest.approx(4 * params / 2**30)
+    assert rows["optimizer state (fp32 master, Adam m and v)"]["GiB"] == pytest.approx(12 * params / 2**30)
+    parts = [r["GiB"] for name, r in rows.items() if name not in ("total", "available (capacity - reserve)")]
+    assert sum(parts) == pytest.approx(rows["total"]["GiB"]) == pytest.approx(ok.metrics["memory_gib"])
+    sharded = m.evaluate(m.space.mapping({**KORTHIKANTI_175B, "optimizer_sharding": True}))
+    # data parallel 1: the distributed optimizer has nothing to shard it over
+    assert _table(sharded, "memory_per_gpu")["total"]["GiB"] == pytest.approx(rows["total"]["GiB"])
 
 
 def test_batch_and_single_evaluation_agree():
@@ -81,16 +96,74 @@ def test_batch_and_single_evaluation_agree():
         assert report.feasible == bool(cols["feasible"][i])
 
 
+def _allreduce(nbytes, p=8, bw=300e9, lat=1e-6):
+    return 2 * (p - 1) * lat + 2 * (p - 1) / p * nbytes / bw  # ring (Thakur et al. 2005)
+
+
 def test_parts_add_up_and_tp_comm_by_hand():
+    plan = {**KORTHIKANTI_175B, "sequence_parallel": False, "recompute": "full"}
+    n = 2 * 2048 * 12288  # [b, s, h] fp16
+    # 2021 Megatron-LM (synchronous collectives): per layer and micro-batch 2 All-Reduces forward, 2
+    # backward, 2 in the recomputed forward, over 8 GPUs at 300 GB/s and 1 µs (NVLink, DGX A100)
+    m = problem(tp_overlap=False).cost_model
+    r = m.evaluate(m.space.mapping(plan))
+    parts = _table(r, "time_breakdown")
+    assert sum(row["seconds"] for row in parts.values()) == pytest.approx(r.metrics["time"])
+    assert sum(row["percent"] for row in parts.values()) == pytest.approx(100)
+    assert parts["tensor-parallel communication"]["seconds"] == pytest.approx(64 * 12 * 6 * _allreduce(n), rel=1e-9)
+    # asynchronous (2022+): each backward All-Reduce (0.5 ms) runs beside a weight-gradient GEMM of the
+    # column-parallel layer it follows (QKV: 2·2048·12288·4608 FLOPs, > 0.5 ms at any efficiency here)
     m = problem().cost_model
-    r = m.evaluate(m.space.mapping({**KORTHIKANTI_175B, "sequence_parallel": False, "recompute": "full"}))
-    parts = [k for k in r.metrics if k.endswith("_s")]
-    assert sum(r.metrics[k] for k in parts) == pytest.approx(r.metrics["time"])
-    # full recompute, no sp: per layer and micro-batch 3 ring All-Reduces of [b, s, h] fp16 each way
-    # (2 fwd + 2 bwd + 2 recomputed fwd = 6) over 8 GPUs at 300 GB/s and 1 µs (Thakur et al. 2005)
+    r = m.evaluate(m.space.mapping(plan))
+    assert _table(r, "time_breakdown")["tensor-parallel communication"]["seconds"] == pytest.approx(
+        64 * 12 * 4 * _allreduce(n), rel=1e-9)
+
+
+def test_sequence_parallel_comm_by_hand():
+    # sequence parallelism: forward 2 all-gathers + 2 reduce-scatters of [b, s, h]; backward the 2
+    # all-gathers of the row-parallel outputs' gradients stay exposed, the column-parallel layers'
+    # reduce-scatters and LayerNorm re-gathers run beside their GEMMs (async, hidden here)
     n = 2 * 2048 * 12288
-    one = 2 * 7 * 1e-6 + 2 * 7 / 8 * n / 300e9
-    assert r.metrics["tp_comm_s"] == pytest.approx(64 * 12 * 6 * one, rel=1e-9)  # 64 micro-batches, 12 layers
+    ring = 7 * 1e-6 + 7 / 8 * n / 300e9  # ring all-gather = ring reduce-scatter (Thakur et al. 2005)
+    m = problem().cost_model
+    r = m.evaluate(m.space.mapping(KORTHIKANTI_175B))  # selective + sp: no recomputed forward comm
+    assert _table(r, "time_breakdown")["tensor-parallel communication"]["seconds"] == pytest.approx(
+        64 * 12 * 6 * ring, rel=1e-9)
+    m = problem(tp_overlap=False).cost_model  # synchronous: + 2 reduce-scatters + 2 re-gathers
+    r = m.evaluate(m.space.mapping(KORTHIKANTI_175B))
+    assert _table(r, "time_breakdown")["tensor-parallel communication"]["seconds"] == pytest.approx(
+        64 * 12 * 10 * ring, rel=1e-9)
+
+
+def test_unfused_gradient_accumulation_by_hand():
+    # without fusion each micro-batch adds the stage's 16-bit gradients into the main gradients:
+    # read 2 + grad_bytes, write grad_bytes per local parameter, at the A100's 2,039 GB/s × memory efficiency
+    m = problem(grad_accumulation_fusion=False).cost_model
+    r = m.evaluate(m.space.mapping(KORTHIKANTI_175B))
+    params = (12 * m.config.layer_params + (51200 + 2048) * 12288) / 8
+    eff = m.device.eff
+    per_micro_batch = eff.launch + (2 + 2 * 2) * params / (2039e9 * eff.memory)  # fp16: 2-byte main grads
+    assert _table(r, "time_breakdown")["gradient accumulation"]["seconds"] == pytest.approx(64 * per_micro_batch)
+    fused = problem().cost_model
+    assert "gradient accumulation" not in _table(fused.evaluate(fused.space.mapping(KORTHIKANTI_175B)),
+                                                 "time_breakdown")
+
+
+def test_optimizer_bytes():
+    # Megatron-LM's fp16 optimizer per parameter: unscale 8 + norm 4 + Adam 28 + weight copy 6 + zero grads,
+    # and with 16-bit main gradients their copy to fp32 (6)
+    assert timing.optimizer_bytes(2) == 8 + 4 + 28 + 6 + 2 + 6 == 54
+    assert timing.optimizer_bytes(4) == 8 + 4 + 28 + 6 + 4 == 50
+
+
+def test_data_parallel_groups_use_every_adapter_of_a_node():
+    # 4 DGX nodes: a DP group with k members per node runs k rings, one per InfiniBand adapter (25 GB/s)
+    system = dgx_a100([GroupSpec(A100, 32)])
+    links = plan_links(system, np.array([1, 2, 4, 8, 1]), np.array([32, 16, 8, 4, 8]), np.array([1, 1, 1, 1, 4]))
+    assert links["dp_bw"].tolist() == [8 * 25e9, 4 * 25e9, 2 * 25e9, 25e9, 300e9]  # the last inside a node
+    assert links["tp_bw"].tolist() == [np.inf, 300e9, 300e9, 300e9, np.inf]
+    assert links["pp_bw"].tolist() == [np.inf] * 4 + [25e9]  # stage hop 8 ranks apart: the next node
+    assert links["pp_crosses_nodes"].tolist() == [False] * 4 + [True]
 
 
 def test_group_link_matches_system_routing():
@@ -112,3 +185,26 @@ def test_bad_inputs_are_one_line_errors():
         problem(max_microbatch=0)
     with pytest.raises(OptmapError, match="recompute"):
         problem(recompute=["sometimes"])
+
+
+def test_shared_compute_model_on_a_measured_preset():
+    from optmap.compute import compute_time
+
+    shared = build_problem({
+        "workload": {"model": "transformer", "preset": "gpt3-175b", "batch": 64, "dtype": "fp16"},
+        "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100-sxm", "count": 64}]},
+        "cost": {"model": "megatron-3d", "compute": "shared"},
+        "search": {"engine": "megatron-3d", "budget": {"evaluations": 10_000_000}}}).cost_model
+    acc = shared.system.devices[0]
+    # the QKV shard of 175B at tensor 8: the shared model's gemm op, forward and backward passes
+    shape = {"m": 2048, "n": 3 * 12288 / 8, "k": 12288, "count": 1.0}
+    fwd, bwd = shared.device.gemm_times(2048, 3 * 12288 / 8, 12288)
+    assert fwd == compute_time(acc, "gemm", shape, dtype="fp16", passes="forward")
+    assert bwd == compute_time(acc, "gemm", shape, dtype="fp16", passes="backward") > fwd
+    report = shared.evaluate(shared.space.mapping(KORTHIKANTI_175B))
+    fitted = problem().cost_model.evaluate(problem().cost_model.space.mapping(KORTHIKANTI_175B))
+    assert report.feasible and report.metrics["time"] != fitted.metrics["time"]
+    # model FLOPs utilisation of a measured-efficiency model: between the papers' 40-60 % and peak
+    assert 0.3 < report.metrics["tflops_per_gpu"] / 312 < 0.7
+    with pytest.raises(OptmapError, match="lacks; use a measured preset"):
+        problem(compute="shared")  # the datasheet 'a100' carries no calibration

@@ -65,3 +65,19 @@ def test_errors_are_one_line():
     with pytest.raises(OptmapError, match="decoder_layers"):
         transformer(batch=2, kind="encoder-decoder", layers=1, d_model=8, heads=2, d_ff=8, seq_len=4, vocab=5)
 
+
+
+def test_gated_mlp_joins_its_branches_with_a_product():
+    # Llama-2-7B (SwiGLU): the gate is op 'mul' (this plugin's kind), registered for every command
+    assert load_host().get("op", "mul").plugin == "transformer"
+    w = transformer(batch=2, preset="llama2-7b")
+    gate = w.layer("dec0.ffn.gate")
+    assert gate.kind.name == "mul" and gate.params == 0
+    # one multiplication per element forward, one per element per operand backward: 4096 x 11008
+    per_sample = 4096 * 11008
+    flops = gate.flops(2)
+    assert (flops.forward, flops.backward_data, flops.weight_grad) == (2 * per_sample, 4 * per_sample, 0)
+    # parameters by hand: 32 layers of q, k, v, o (4 x 4096^2), gate/up/down (3 x 4096 x 11008) and two
+    # norms (2 x 2 x 4096, the IR's norms count a scale and a shift), the final norm and the untied head
+    layer = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 2 * 4096
+    assert sum(x.params for x in w.layers()) == 32 * layer + 2 * 4096 + 32000 * 4096

@@ -75,11 +75,12 @@ def test_builders_signature_and_registration():
     registered = {}
     zoo.optmap_register_workloads(register=lambda name, factory: registered.setdefault(name, factory))
     assert set(registered) == {"lenet", "alexnet", "vgg11", "vgg13", "vgg16", "vgg19",
-                               "resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}
+                               "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "gnmt"}
     for name, build in registered.items():
         params = inspect.signature(build).parameters.values()
         assert all(p.kind is p.KEYWORD_ONLY and p.annotation is not p.empty for p in params), name
-        assert {"batch", "dtype", "phase", "image_size", "num_classes"} <= {p.name for p in params}
+        image = {"image_size", "num_classes"} if name != "gnmt" else {"timesteps", "vocab"}
+        assert {"batch", "dtype", "phase", *image} <= {p.name for p in params}
     w = registered["resnet18"](batch=32, dtype="bf16", phase="inference", image_size=112, num_classes=10)
     assert (w.name, w.batch, w.dtype, w.phase, w.bytes_per_element) == ("resnet18", 32, "bf16", "inference", 2)
     assert w.layer("fc").out_shape == (10,) and w.layer("layer4.1.conv2").out_shape == (512, 4, 4)

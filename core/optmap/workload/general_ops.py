@@ -1,16 +1,16 @@
-"""Op kinds the ONNX importer adds to the workload IR, for ONNX ops the built-in kinds do not cover.
+"""General op kinds of the workload IR: what imported graphs and sequence models need beyond CNNs.
 
-Each follows the IR's FLOP conventions (:mod:`optmap.workload.ops`): element-wise and norm
-kinds count one FLOP per output element forward and backward (and for their weight gradient when
-they have parameters); data movement counts none. The ONNX op a layer came from is its ``fn``
-attribute. Kinds whose parameters are constants of the graph (a PReLU slope, a norm's scale and
-bias, an embedding table) hold their count in the ``params`` attribute, read from the
-initializers' dimensions.
+Shared by every plugin (the ONNX importer, GNMT's attention, transformer variants), so they live
+in the core. Each follows the IR's FLOP conventions (:mod:`optmap.workload.ops`): element-wise
+and norm kinds count one FLOP per output element forward and backward (and for their weight
+gradient when they have parameters); data movement counts none. Kinds whose parameters are
+constants of a graph (a PReLU slope, a norm's scale and bias, an embedding table) hold their
+count in the layer's ``params`` attribute; ``fn`` may name the source operation (an ONNX op).
 """
 
 from __future__ import annotations
 
-from optmap.workload import LayerFlops, OpKind
+from optmap.workload.ops import LayerFlops, OpKind, register_op
 
 
 class ConvTranspose2d(OpKind):
@@ -131,3 +131,5 @@ CONV_TRANSPOSE, ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION = (
     ConvTranspose2d(), ElementWise(), Binary(), Reduce(), Norm(), Embedding(), Attention())
 RESHAPE, TRANSPOSE, SLICE, COPY = Reshape(), Transpose(), Slice(), Copy()
 KINDS = (CONV_TRANSPOSE, ELEMENTWISE, BINARY, REDUCE, NORM, EMBEDDING, ATTENTION, RESHAPE, TRANSPOSE, SLICE, COPY)
+for _kind in KINDS:
+    register_op(_kind)

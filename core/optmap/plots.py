@@ -1,0 +1,110 @@
+"""Figures of runs and comparisons (matplotlib, imported only when drawing).
+
+- :func:`plot_run`: a run's convergence (best-so-far over evaluations) beside its per-layer
+  compute and communication seconds;
+- :func:`layer_bars`: per-layer bars for one or several runs (one colour per run; compute
+  solid, communication hatched on top), shared by ``optmap run --plot``, ``optmap compare
+  --plot`` and ``optmap show result.json --plot``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from optmap.errors import OptmapError
+
+LABELLED_LAYERS = 60  # more layers than this: tick labels would overlap, so layers are numbered
+
+
+def pyplot():
+    """matplotlib's pyplot on a file backend, or a one-line error naming the extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'") from None
+    return plt
+
+
+def png(figure, dpi: int = 120) -> bytes:
+    """A figure as PNG bytes (closed afterwards); callers save them with :func:`optmap.output.save`."""
+    import io
+
+    plt = pyplot()
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=dpi)
+    plt.close(figure)
+    return image.getvalue()
+
+
+def has_layers(report: Any) -> bool:
+    return report is not None and bool(getattr(report, "layers", ()))
+
+
+def layer_bars(axes, runs: Sequence[tuple[str, Any]]) -> None:
+    """Per-layer compute (solid) and communication (hatched, stacked on it) seconds of each
+    ``(label, report)``; the layers are those of the first report."""
+    runs = [(label, report) for label, report in runs if has_layers(report)]
+    if not runs:
+        return
+    names = [row.name for row in runs[0][1].layers]
+    width = 0.8 / len(runs)
+    positions = np.arange(len(names))
+    for index, (label, report) in enumerate(runs):
+        by_name = {row.name: row for row in report.layers}
+        compute = np.array([by_name[n].compute if n in by_name else 0.0 for n in names])
+        communication = np.array([by_name[n].communication if n in by_name else 0.0 for n in names])
+        offset = positions + (index - (len(runs) - 1) / 2) * width
+        colour = f"C{index % 10}"
+        axes.bar(offset, compute, width * 0.95, color=colour, label=f"{label}: compute")
+        axes.bar(offset, communication, width * 0.95, bottom=compute, color=colour, alpha=0.45, hatch="//",
+                 edgecolor="white", label=f"{label}: communication")
+    if len(names) <= LABELLED_LAYERS:
+        axes.set_xticks(positions)
+        axes.set_xticklabels(names, rotation=90, fontsize=7 if len(names) > 20 else 8)
+    else:
+        axes.set_xlabel(f"layer (1 to {len(names)})")
+    axes.set_ylabel("seconds per layer")
+    axes.set_title("per-layer compute and communication", fontsize=10)
+    axes.legend(fontsize=7)
+    axes.grid(True, axis="y", alpha=0.3)
+
+
+def convergence(axes, result) -> None:
+    """Best-so-far of the first objective over evaluations (a step line)."""
+    history = result.history
+    objective = result.objectives[0] if result.objectives else "objective"
+    if history:
+        evaluations = [h.evaluations for h in history] + [max(result.evaluations, history[-1].evaluations)]
+        best = [h.best for h in history] + [history[-1].best]
+        axes.step(evaluations, best, where="post", color="C0", marker="o", markersize=3)
+        if evaluations[-1] >= 10:
+            axes.set_xscale("log")
+        if min(best) > 0 and max(best) / min(best) >= 10:
+            axes.set_yscale("log")
+    axes.set_xlabel("evaluations")
+    axes.set_ylabel(f"best {objective}")
+    axes.set_title(f"convergence: {result.engine}, seed {result.seed}", fontsize=10)
+    axes.grid(True, alpha=0.3)
+
+
+def plot_run(result, title: str = "") -> bytes:
+    """A run's convergence and, when its report has layers, its per-layer bars, as a PNG."""
+    plt = pyplot()
+    layers = has_layers(result.report)
+    count = len(result.report.layers) if layers else 0
+    figure, panels = plt.subplots(1, 2 if layers else 1, squeeze=False,
+                                  figsize=(6 + min(max(count, 8), 60) * 0.22 if layers else 7, 4.8),
+                                  gridspec_kw={"width_ratios": [1, 2]} if layers else None)
+    convergence(panels[0][0], result)
+    if layers:
+        layer_bars(panels[0][1], [(result.engine, result.report)])
+    values = ", ".join(f"{name} {value:.4g}" for name, value in result.values.items())
+    figure.suptitle(f"{title}: {values}" if title else values, fontsize=11)
+    figure.tight_layout()
+    return png(figure)

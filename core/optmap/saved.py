@@ -1,0 +1,63 @@
+"""Saved files read back: a run's result, a comparison or a sweep, told apart by their content.
+
+``optmap run`` writes a result (``engine``, ``values``, ``report``, ...), ``optmap compare
+--json`` a comparison (``rows`` and ``runs``), ``optmap sweep`` a sweep (``format =
+"optmap-sweep/1"``). :func:`read_saved` says which a file is; :func:`result_from_json` turns a
+result back into a :class:`~optmap.search.SearchResult` (without the mapping object: its
+decisions stay a plain table), so the tables and figures of a run can be drawn again later.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from optmap.errors import OptmapError
+
+RESULT_KEYS = {"engine", "seed", "values", "report", "history"}
+
+
+def read_saved(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """(``"result"`` | ``"comparison"`` | ``"sweep"``, the file's JSON) or a one-line error."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise OptmapError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise OptmapError(f"{path}: not a readable JSON file ({' '.join(str(exc).split())})") from None
+    if isinstance(data, dict) and data.get("format", "").startswith("optmap-sweep/"):
+        return "sweep", data
+    if isinstance(data, dict) and RESULT_KEYS <= set(data):
+        return "result", data
+    if isinstance(data, dict) and {"rows", "runs", "objective"} <= set(data):
+        return "comparison", data
+    raise OptmapError(f"{path}: JSON, but not an optmap result, comparison or sweep (written by optmap run --json, "
+                      f"compare --json or sweep --out)")
+
+
+def result_from_json(data: dict[str, Any]):
+    """A saved result as a :class:`~optmap.search.SearchResult` (``best`` is None; the mapping is
+    ``extra["mapping"]``)."""
+    from optmap.cost import CostReport, LayerCost
+    from optmap.search import HistoryPoint, SearchResult
+
+    report = None
+    if data.get("report"):
+        raw = data["report"]
+        fixed = ("name", "compute_s", "communication_s", "memory_bytes")
+        layers = tuple(LayerCost(row["name"], row.get("compute_s", 0.0), row.get("communication_s", 0.0),
+                                 row.get("memory_bytes", 0.0), {k: v for k, v in row.items() if k not in fixed})
+                       for row in raw.get("layers", []))
+        report = CostReport(raw.get("metrics", {}), raw.get("feasible", True), raw.get("reason", ""), layers,
+                            raw.get("plan", {}), raw.get("tables", {}))
+    history = [HistoryPoint(int(e), float(s), float(b)) for e, s, b in data.get("history", [])]
+    objectives = tuple(data.get("objectives", data.get("values", {}).keys()))
+    return SearchResult(
+        engine=data["engine"], seed=data["seed"], objectives=objectives, best=None, values=data.get("values", {}),
+        report=report, front=[], history=history, evaluations=data.get("evaluations", 0),
+        seconds=data.get("seconds", 0.0), stopped=data.get("stopped", "?"),
+        extra={**data.get("extra", {}), "mapping": data.get("mapping") or {}},
+        senses=tuple(data.get("senses", ())), units=dict(data.get("units") or {}),
+    )

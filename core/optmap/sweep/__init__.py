@@ -1,0 +1,154 @@
+"""Studies: one problem run over a grid of overrides, variants, engines and seeds (``optmap sweep``).
+
+- :mod:`~optmap.sweep.design`: the points (``--vary`` grids, ranges, ``*`` and ``+`` keys);
+- :mod:`~optmap.sweep.sweepfile`: sweep files (variants, ladders, references, plot settings);
+- :mod:`~optmap.sweep.store`: ``OUT.json`` / ``OUT.csv``, written atomically after every point;
+- :mod:`~optmap.sweep.execute`: running points here, in local processes or on Dask;
+- :mod:`~optmap.sweep.summary`, :mod:`~optmap.sweep.plot`: speedups, tables and the figure.
+
+From Python::
+
+    from optmap.sweep import sweep
+    study = sweep(["problems/quickstart.toml"], vary=["system.groups.0.count=2,4,8,16"], out="scaling")
+    study.rows[0]["objectives"]["time"]
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from optmap.errors import OptmapError
+from optmap.sweep.design import Point, parse_vary, points
+from optmap.sweep.execute import run_tasks, task
+from optmap.sweep.store import Store
+from optmap.sweep.summary import axes, derive
+from optmap.sweep.sweepfile import SweepFile, read_sweep_file
+
+__all__ = ["Study", "plan", "sweep"]
+
+
+@dataclass
+class Study:
+    """A sweep's points and rows (this sweep's, in grid order), with what its figure shows."""
+
+    title: str
+    points: list[Point]
+    store: Store
+    objectives: tuple[str, ...]
+    senses: tuple[str, ...]
+    config: SweepFile
+    derived: str | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    complete: bool = True
+
+    @property
+    def todo(self) -> list[Point]:
+        return [point for point in self.points if not self.store.done(point.id)]
+
+    @property
+    def foreign(self) -> int:
+        """Rows of the output file that are not points of this sweep (kept, not shown)."""
+        ids = {point.id for point in self.points}
+        return sum(1 for key in self.store.rows if key not in ids)
+
+    def figure(self, x: str | None = None, ys: Sequence[str] = ()) -> tuple[str, list[str], bool, list[str]]:
+        """(x, series, x is numeric, y metrics) of the picture."""
+        x, series, numeric = axes(self.rows, x or self.config.plot.get("x"))
+        given = self.config.plot.get("y", [])
+        wanted = list(ys) or ([given] if isinstance(given, str) else list(given))
+        return x, series, numeric, wanted or ([self.derived] if self.derived else list(self.objectives))
+
+    def plot(self, path: str | Path, x: str | None = None, ys: Sequence[str] = ()) -> Path:
+        from optmap.sweep.plot import plot_sweep
+
+        if not any(not row.get("error") for row in self.rows):
+            raise OptmapError("nothing to plot: no point of the sweep finished without an error")
+        x, series, numeric, ys = self.figure(x, ys)
+        from optmap.sweep.summary import constants
+
+        shared = constants(self.rows, skip=("problem",) if self.title == self.rows[0]["problem"] else ())
+        title = f"{self.title}\n{shared}" if shared else self.title
+        from optmap.output import save
+
+        image = plot_sweep(self.rows, x, series, ys, numeric, self.config.references, title, self.config.plot)
+        return save(path, image, what="plot")
+
+
+def _validate(study: Study, engines: list[str | None], plugins, disabled) -> None:
+    """Build the first point of every problem file and variant, and every named engine on it."""
+    from optmap.problem import build_problem
+    from optmap.run import make_engine
+
+    seen = set()
+    for point in study.points:
+        key = (point.file, point.coords["variant"])
+        if key in seen:
+            continue
+        seen.add(key)
+        problem = build_problem(copy.deepcopy(point.spec), Path(point.file), tuple(plugins), tuple(disabled))
+        for engine in engines:
+            make_engine(problem, engine or problem.search.engine)
+        if not study.objectives:
+            study.objectives, study.senses = problem.objectives, problem.senses or ("min",) * len(problem.objectives)
+
+
+def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = None,
+         engines: Sequence[str] = (), seeds: Sequence[int] = (), overrides: Sequence[str] = (),
+         fixes: Sequence[str] = (), plugins: Sequence[str] = (), disabled: Sequence[str] = (),
+         baseline: dict[str, Any] | None = None, out: str | Path = "sweep") -> Study:
+    """The sweep's points, checked (every file, variant and engine builds), and its output store."""
+    config = read_sweep_file(variants) if variants else SweepFile()
+    grid = dict(config.vary)
+    grid.update(parse_vary(text) for text in vary)  # the command line's --vary wins over the file's
+    names = list(engines) or config.engines or [None]
+    chosen = list(seeds) or config.seeds or [None]
+    if baseline:
+        config.baseline = baseline
+    grid_points = points(list(files), list(grid.items()), config.variants, names, chosen, list(overrides),
+                         list(fixes), config.cumulative)
+    unique = list({point.id: point for point in grid_points}.values())
+    title = config.title or ", ".join(dict.fromkeys(str(point.coords["problem"]) for point in unique))
+    study = Study(title, unique, Store(out, title), (), (), config)
+    _validate(study, names, plugins, disabled)
+    return study
+
+
+def run(study: Study, workers: int | None = None, scheduler: str | None = None, plugins: Sequence[str] = (),
+        disabled: Sequence[str] = (), on_row: Callable[[dict[str, Any]], None] | None = None) -> Study:
+    """Run the points not yet in the output, recording each row as soon as it finishes."""
+
+    def record(row: dict[str, Any]) -> None:
+        study.store.add(row)
+        if on_row is not None:
+            on_row(row)
+
+    jobs = [task(point, tuple(plugins), tuple(disabled)) for point in study.todo]
+    try:
+        study.complete = run_tasks(jobs, record, workers, scheduler)
+    finally:
+        summarise(study)
+    return study
+
+
+def summarise(study: Study) -> None:
+    """This sweep's rows in grid order, with the speedup over the baseline; files rewritten."""
+    study.rows = []
+    for point in study.points:
+        if point.id in study.store.rows:
+            study.rows.append(study.store.rows[point.id])
+            study.rows[-1]["axes"] = point.axes  # rows of an older optmap lack them
+    sense = study.senses[0] if study.senses else "min"
+    study.derived = derive(study.rows, study.config.baseline, study.objectives[0], sense) if study.objectives else None
+    if study.rows:
+        study.store.write()
+
+
+def sweep(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = None, out: str | Path = "sweep",
+          workers: int | None = None, scheduler: str | None = None, **options: Any) -> Study:
+    """Plan and run a sweep (see :func:`plan` for the options); returns the finished study."""
+    study = plan(files, vary, variants, out=out, **options)
+    return run(study, workers, scheduler, options.get("plugins", ()), options.get("disabled", ()))

@@ -1,0 +1,30 @@
+"""Calibration against published Megatron-LM runs: the shipped A100 constants and their errors."""
+
+import numpy as np
+import pytest
+
+from optmap.plugins.llm import calibration
+from optmap.plugins.llm.compute import A100_FIT, H100_FIT
+from optmap.plugins.llm.published import runs
+
+
+def test_a100_shape_curve_is_the_h100_one_scaled_by_ridge_points():
+    # datasheet ridge points: A100 312 TFLOP/s / 2,039 GB/s, H100 989.4 TFLOP/s / 3,350 GB/s
+    assert A100_FIT.half_dim == round(H100_FIT.half_dim * (312 / 2039) / (989.4 / 3350)) == 104
+
+
+def test_published_runs_are_consistent():
+    # Narayanan et al. Table 1 row 10: 1T on 3,072 GPUs, batch 3,072, 163 TFLOP/s per GPU ->
+    # Eq. 3 FLOPs / (3072 x 163e12) = 102.6 s; Korthikanti Table 5: 1T 94.42 s (full), 71.49 s (sel + sp)
+    by_label = {(r.source, r.label): r for r in runs()}
+    assert by_label[("narayanan-t1", "1008.0B / 3072")].measured_s == pytest.approx(102.63, abs=0.01)
+    assert by_label[("korthikanti-t5", "1T full")].measured_s == 94.42
+    assert all(r.options == {"tp_overlap": False, "grad_accumulation_fusion": False}
+               for r in runs() if r.source.startswith("narayanan"))
+
+
+@pytest.mark.parametrize("source,mean,worst", [("korthikanti-t5", 3.5, 8.0), ("narayanan-t2", 3.5, 8.0)])
+def test_shipped_constants_meet_the_aim_on_published_runs(source, mean, worst):
+    # the issue's aim (mean <= 3.5 %, none off by more than 8 %) against the papers' measured times
+    err = 100 * np.abs(calibration.errors(calibration.cases([source])))
+    assert err.mean() <= mean and err.max() <= worst
