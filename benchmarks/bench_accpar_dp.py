@@ -1,25 +1,31 @@
-"""Speed of AccPar's layer-wise DP (engine `accpar`), in-process.
+"""Speed of AccPar's layer-wise DP (issue 14, item 2), in-process.
+
+- ResNet-152 on 1024 TPU-v3 (10 levels): one full DP, ``level_plans`` (target <= 5 ms);
+- ResNet-152 on 512 TPU-v2 + 512 TPU-v3 (10 levels): the ``accpar`` engine with its share
+  search, 59 DPs over the share grid in one batch plus their scoring (target <= 0.2 s);
+- a synthetic 1,000-layer chain on 1024 TPU-v3.
+
+Medians of several runs, in CPU seconds (and wall). Not a test.
 
     python benchmarks/bench_accpar_dp.py
-
-Targets (issue 3): ResNet-152 over 1024 accelerators (10 levels) under 50 ms; a synthetic
-1,000-layer chain. Prints the median of several runs; not a test.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
+from timing import machine, timed, verdict
 
-from optmap.plugins.accpar.engines import level_plans
+from optmap.plugins.accpar.engines import AccParSearch, level_plans
+from optmap.plugins.accpar.model import AccParCostModel
 from optmap.problem import build_problem
+from optmap.search import Evaluator
 from optmap.workload import WorkloadBuilder
 
 
-def problem(workload_table, count=1024):
+def problem(model: str, groups: list[tuple[str, int]]):
     return build_problem({
-        "workload": workload_table,
-        "system": {"topology": "fully-connected", "groups": [{"accelerator": "tpu-v3", "count": count}]},
+        "workload": {"model": model, "batch": 512, "dtype": "bf16"},
+        "system": {"topology": "hierarchical", "latency_us": 0.0,
+                   "groups": [{"accelerator": a, "count": n} for a, n in groups]},
         "cost": {"model": "accpar"},
     })
 
@@ -32,24 +38,18 @@ def chain_workload(layers: int):
     return builder.build(512, "bf16")
 
 
-def timed(model, repeats=7) -> float:
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        level_plans(model, {})
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-
-
 def main() -> None:
-    resnet = problem({"model": "resnet152", "batch": 512, "dtype": "bf16"}).cost_model
-    print(f"resnet152: {len(resnet.graph.names)} nodes, {resnet.hierarchy.depth} levels: "
-          f"{timed(resnet) * 1e3:.1f} ms per full DP (target < 50 ms)")
-    chain_problem = problem({"model": "vgg11", "batch": 512, "dtype": "bf16"})
-    from optmap.plugins.accpar.model import AccParCostModel
-
-    chain = AccParCostModel(chain_workload(1000), chain_problem.system)
-    print(f"1000-layer chain: {chain.hierarchy.depth} levels: {timed(chain, 3) * 1e3:.1f} ms per full DP")
+    print(machine())
+    homog = problem("resnet152", [("tpu-v3", 1024)]).cost_model
+    t = timed(lambda: level_plans(homog, {}), 15)
+    print(f"resnet152, 1024 tpu-v3, {len(homog.graph.names)} nodes, {homog.hierarchy.depth} levels, one DP: {t}; "
+          f"target <= 5 ms: {verdict(t.cpu, 5e-3)}")
+    hetero = problem("resnet152", [("tpu-v2", 512), ("tpu-v3", 512)]).cost_model
+    t = timed(lambda: AccParSearch().search(Evaluator(hetero, ["time"]), 0), 3)
+    print(f"resnet152, 512 tpu-v2 + 512 tpu-v3, {hetero.hierarchy.depth} levels, accpar engine "
+          f"({hetero.ratio_steps - 1} shares): {t}; target <= 0.2 s: {verdict(t.cpu, 0.2)}")
+    chain = AccParCostModel(chain_workload(1000), problem("vgg11", [("tpu-v3", 1024)]).system)
+    print(f"1000-layer chain, {chain.hierarchy.depth} levels, one DP: {timed(lambda: level_plans(chain, {}), 3)}")
 
 
 if __name__ == "__main__":

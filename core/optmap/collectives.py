@@ -195,10 +195,11 @@ def collective_time(
     and uses that path's bandwidth and latency. ``kind`` accepts ``all-reduce`` / ``all_reduce``.
     """
     k = _kind(kind)
-    devs = list(range(system.count)) if devices is None else list(devices)
+    devs = range(system.count) if devices is None else list(devices)  # a range: no list of every device
     if k == "point_to_point":
         if len(devs) != 2:
-            raise OptmapError(f"point_to_point needs devices=[src, dst], got {devs}")
+            shown = list(devs) if len(devs) <= 64 else f"all {len(devs):,} devices"
+            raise OptmapError(f"point_to_point needs devices=[src, dst], got {shown}")
         src, dst = devs
         if src == dst:
             return _finish(0.0, np.asarray(nbytes, float), np.asarray(1.0), np.ndim(nbytes) == 0)

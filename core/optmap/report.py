@@ -62,20 +62,42 @@ def result_table(result: SearchResult) -> Table:
     return table
 
 
-def layer_table(result: SearchResult) -> Table | None:
-    """The per-layer mapping: decisions, compute and communication seconds."""
+# Per-layer tables longer than this print only their most expensive layers (``--layers all``:
+# every layer); the JSON result always holds every row. Rendering 10,000 rows takes seconds.
+LAYER_ROWS = 40
+# More decision columns than this (e.g. 30 hierarchy levels) are joined into one column.
+DECISION_COLUMNS = 12
+
+
+def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | None:
+    """The per-layer mapping: decisions, compute and communication seconds.
+
+    Above ``rows`` layers (None: no limit) only the ``rows`` most expensive ones (compute +
+    communication) are shown, in network order, and the caption says so.
+    """
     if result.report is None or not result.report.layers:
         return None
-    rows = result.report.layers
-    decision_keys = list(dict.fromkeys(key for row in rows for key in row.decisions))
+    layers = result.report.layers
+    shown = range(len(layers))
+    if rows is not None and len(layers) > rows:
+        cost = [row.compute + row.communication for row in layers]
+        shown = sorted(sorted(shown, key=lambda i: -cost[i])[:rows])
+    decision_keys = list(dict.fromkeys(key for row in layers for key in row.decisions))
+    joined = len(decision_keys) > DECISION_COLUMNS
     table = Table(title="per-layer mapping")
     table.add_column("layer", no_wrap=True)
-    for key in decision_keys:
-        table.add_column(key, justify="center")
+    for key in [f"{decision_keys[0]} … {decision_keys[-1]}"] if joined else decision_keys:
+        table.add_column(key, justify="left" if joined else "center")
     table.add_column("compute s", justify="right")
     table.add_column("comm s", justify="right")
-    for row in rows:
-        table.add_row(row.name, *(str(row.decisions.get(k, "")) for k in decision_keys), fmt(row.compute), fmt(row.communication))
+    for i in shown:
+        row = layers[i]
+        decisions = [str(row.decisions.get(k, "")) for k in decision_keys]
+        table.add_row(row.name, *([" ".join(decisions)] if joined else decisions), fmt(row.compute),
+                      fmt(row.communication))
+    if len(shown) < len(layers):
+        table.caption = (f"the {len(shown)} most expensive of {len(layers):,} layers (compute + communication); "
+                         f"--layers all prints every layer, the JSON result holds them all")
     return table
 
 

@@ -9,18 +9,14 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from optmap import chain_dp
 from optmap.bounds import ints
-from optmap.chain_dp import Segment
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 from optmap.space import DesignSpace
 
 from .model import LAYER_CHAIN_TABLES, AccParCostModel
-from .tables import ROWS, TYPE_I, TYPE_II, WEIGHTED
-
-ALL_TYPES = (0, 1, 2)
-
+from .plans import HYPAR_TYPES, batch_level_plans, fixed_states, level_plans
+from .tables import TYPE_I, TYPE_II
 
 def _model(evaluator: Evaluator) -> AccParCostModel:
     model = evaluator.cost_model
@@ -47,42 +43,6 @@ def pinned_shares(model: AccParCostModel, space: DesignSpace) -> dict[str, float
     """The heterogeneous shares the space pins, as fractions."""
     return {s.ratio: space.pinned[s.ratio] / model.ratio_steps for s in model.hierarchy.ratios
             if s.ratio in space.pinned}
-
-
-def level_plans(
-    model: AccParCostModel,
-    shares: dict[str, float],
-    types: tuple[int, ...] = ALL_TYPES,
-    metric: str | None = None,
-    pinned: np.ndarray | None = None,
-) -> tuple[np.ndarray, list[float]]:
-    """Run the layer-wise DP (Eq. 9, §5.2 for multi-path blocks) level after level (§5.1).
-
-    Returns the states (levels, nodes) and each level's DP cost. Weighted layers may take only
-    ``types``; merge nodes take any layout; ``pinned`` (:func:`pinned_states`) narrows both to the
-    user's fixed decisions. Ties go to the lowest type index, as in the authors' reference program.
-    """
-    g = model.graph
-    allowed = np.zeros((len(g.names), 3), bool)
-    allowed[g.role == WEIGHTED] = np.isin(np.arange(3), types)
-    allowed[g.role != WEIGHTED] = True
-    segments = [Segment(paths) for paths in g.segments]
-    states = np.zeros((model.hierarchy.depth, len(g.names)), int)
-    costs = []
-    for level in range(model.hierarchy.depth):
-        node, edge = model.chain_tables(level, states[:level], shares, metric)
-        level_allowed = allowed if pinned is None else allowed & pinned[level]
-        if pinned is not None and not level_allowed.any(1).all():  # a pin outside ``types``: the pin wins
-            level_allowed = pinned[level]
-        node = np.where(level_allowed, node, np.inf)
-        node_cost = dict(enumerate(node))
-        edge_cost = {}
-        for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v)):
-            edge_cost[(int(u), int(v))] = edge[e]
-        cost, chosen = chain_dp.solve(list(g.chain), segments, node_cost, edge_cost)
-        states[level] = [chosen[i] for i in range(len(g.names))]
-        costs.append(cost)
-    return states, costs
 
 
 def _share_grid(model: AccParCostModel) -> np.ndarray:
@@ -118,11 +78,10 @@ class AccParSearch(SearchEngine):
         grid = _share_grid(model)
         for _ in range(self.sweeps if len(names) > 1 else 1):
             for name in names:
-                candidates = []
-                for value in grid:
-                    trial = {**shares, name: float(value)}
-                    states, _ = level_plans(model, trial, pinned=pinned)
-                    candidates.append(model.plan_vector(states, trial))
+                trial = {**{k: np.full(len(grid), v) for k, v in shares.items()}, name: grid}
+                states, _ = batch_level_plans(model, trial, pinned=pinned)
+                candidates = [model.plan_vector(row, {k: float(v[i]) for k, v in trial.items()})
+                              for i, row in enumerate(states)]
                 F = evaluator(np.array(candidates))
                 shares[name] = float(grid[int(np.argmin(F[:, 0]))])
         states, costs = level_plans(model, shares, pinned=pinned)
@@ -139,7 +98,7 @@ class HyParSearch(SearchEngine):
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = _model(evaluator)
         shares = {**{s.ratio: 0.5 for s in model.hierarchy.ratios}, **pinned_shares(model, evaluator.space)}
-        states, costs = level_plans(model, shares, types=(TYPE_I, TYPE_II), metric="comm_elements",
+        states, costs = level_plans(model, shares, types=HYPAR_TYPES, metric="comm_elements",
                                     pinned=pinned_states(model, evaluator.space))
         evaluator.evaluate(model.plan_vector(states, shares)[None])
         return {"dp_level_costs": costs}
@@ -155,14 +114,7 @@ class FixedPlan(SearchEngine):
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = _model(evaluator)
-        g = model.graph
-        # merge nodes of residual blocks keep batch-split tensors, like the Type-I layers around them
-        row = np.array([
-            (self.fc_type if kind == "linear" else self.conv_type) if role == WEIGHTED else ROWS
-            for kind, role in zip(g.kind, g.role)
-        ])
-        states = np.tile(row, (model.hierarchy.depth, 1))
-        evaluator.evaluate(model.plan_vector(states)[None])
+        evaluator.evaluate(model.plan_vector(fixed_states(model, self.conv_type, self.fc_type))[None])
         return {}
 
 

@@ -23,7 +23,6 @@ and costs in communicated elements (metric ``comm_elements``) per level summed o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -33,43 +32,27 @@ from optmap.compute import calibration_of
 from optmap.compute.step import Optimizer, StepModel
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
-from optmap.space import DesignSpace, categorical, integer
+from optmap.space import DesignSpace, Mapping, categorical, integer
 from optmap.system import System
 from optmap.workload import Workload
 
+from .dp import ChainDP
 from .graph import block_graph
-from .hierarchy import Hierarchy, Split, bisect
-from .tables import (
-    LAYOUT_NAMES,
-    SPLITS_BATCH,
-    SPLITS_IN,
-    SPLITS_OUT,
-    TYPE_NAMES,
-    WEIGHTED,
-    inter_fraction_of,
-    intra_elements,
-    table6_flops,
-    transition_code,
-)
+from .hierarchy import Hierarchy, bisect
+from .levels import Decisions, Dims, LevelCosts
+from .plans import HYPAR_TYPES, fixed_states, level_plans
+from .tables import LAYOUT_NAMES, TYPE_II, TYPE_NAMES, WEIGHTED, table6_flops
 
 
-@dataclass
-class _Class:
-    """Tensor dimensions of every node as one sub-array class sees them (leading axes broadcast)."""
-
-    batch: np.ndarray
-    d_in: np.ndarray
-    d_out: np.ndarray
-    share: np.ndarray  # this sub-array's share of the whole work
-    scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
-
+# Elements of one (rows, nodes + edges) array in a scoring pass; sets the rows per pass.
+CHUNK_ELEMENTS = 1 << 15
 
 # Capability of this cost model that the layer-wise DP engines need: per-level node and
 # transition cost tables (``chain_tables``) over the block view.
 LAYER_CHAIN_TABLES = "layer_chain_tables"
 
 
-class AccParCostModel(CostModel):
+class AccParCostModel(LevelCosts, CostModel):
     """AccPar (HPCA 2020): heterogeneous tensor partitioning, Type-I/II/III per level and layer."""
 
     formulation = "AccPar's formulation ([cost] model = \"accpar\")"
@@ -119,6 +102,8 @@ class AccParCostModel(CostModel):
         for kind in system.kinds():
             kind.flops_per_s(workload.dtype)  # an accelerator without a rate for the dtype: refused at load
         self.graph = block_graph(workload)
+        self._chain_dp: ChainDP | None = None
+        self._every_state: Decisions | None = None
         measured = compute == "auto" and any(calibration_of(g.accelerator) for g in system.groups)
         self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer) if measured else None
         self.hierarchy: Hierarchy = bisect(system)
@@ -153,6 +138,20 @@ class AccParCostModel(CostModel):
         variables += [integer(s.ratio, 1, self.ratio_steps - 1, level=s.level) for s in self.hierarchy.ratios]
         return DesignSpace(tuple(variables))
 
+    def plans(self) -> dict[str, Mapping]:
+        """Named plans at equal shares, found without scoring anything: data parallelism and
+        Krizhevsky's OWT at every level, and the layer DP per level with AccPar's cost (time) and
+        with HyPar's (communicated elements, Type-I/II only). Generic engines may start from
+        them (``seed_plans``; optuna does by default)."""
+        equal = {s.ratio: 0.5 for s in self.hierarchy.ratios}
+        states = {
+            "data-parallel": fixed_states(self),
+            "one-weird-trick": fixed_states(self, fc_type=TYPE_II),
+            "layer-dp": level_plans(self, equal)[0],
+            "hypar-dp": level_plans(self, equal, types=HYPAR_TYPES, metric="comm_elements")[0],
+        }
+        return {name: self.space.decode(self.plan_vector(plan, equal)) for name, plan in states.items()}
+
     def plan_vector(self, states: np.ndarray, shares: dict[str, float] | None = None) -> np.ndarray:
         """A space vector from (levels, nodes) states and shares (default: equal split)."""
         x = np.zeros(self.space.width)
@@ -162,92 +161,9 @@ class AccParCostModel(CostModel):
             x[column] = min(self.ratio_steps - 1, max(1, round(share * self.ratio_steps)))
         return x
 
-    # --- one level ----------------------------------------------------------------------------
-    def _side_bandwidth(self, split: Split, side: int) -> float:
-        own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
-        return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
-
-    def _level(self, split: Split, dims: _Class, share0, state, state_u, state_v, children: bool):
-        """Per-node and per-edge cost of one split (slowest side), and the sides' shrunk dims.
-
-        Returns ((node elements, edge elements, node seconds, edge seconds), child dims per side).
-        ``state`` broadcasts against the node axis, ``state_u``/``state_v`` against the edges.
-        """
-        g = self.graph
-        intra = intra_elements(g.role, state, dims.batch, dims.d_in, dims.d_out, g.kernel, g.s_in, g.s_out)
-        received = (dims.batch * dims.d_in * g.s_in)[..., g.edge_v]  # A(F_l) of the consumer (ref. program)
-        code = transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v)
-        node_code = g.role * 3 + state
-        results, next_dims = [], []
-        linear = self.share_scaling == "linear" and split.ratio is not None
-        for side in range(1 if split.symmetric else 2):
-            share = share0 if side == 0 else 1.0 - share0
-            shape_share = 0.5 if linear else share  # "linear": amounts of the equal split...
-            weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
-            side_intra = intra * weight if linear or np.ndim(weight) else intra
-            side_inter = received * inter_fraction_of(code, shape_share)
-            if linear or np.ndim(weight):
-                side_inter *= weight
-            seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
-            results.append((side_intra, side_inter, side_intra * seconds, side_inter * seconds))
-            if children:
-                batch, d_in, d_out = (
-                    np.where(mask.ravel().take(node_code), shape_share, 1.0) if np.ndim(shape_share)
-                    else np.where(mask.ravel(), shape_share, 1.0).take(node_code)
-                    for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT)
-                )
-                next_dims.append(_Class(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
-        combined = results[0]
-        for other in results[1:]:
-            pick = np.maximum if self.combine == "max" else np.add
-            combined = tuple(pick(a, b) for a, b in zip(combined, other))
-        return combined, next_dims
-
-    def _shares(self, split: Split, shares: dict[str, np.ndarray]):
-        return split.share if split.ratio is None else shares[split.ratio]
-
-    def _root(self) -> _Class:
-        g = self.graph
-        return _Class(np.full_like(g.d_in, float(self.workload.batch)), g.d_in, g.d_out, np.ones(1))
-
-    # --- layer-chain tables (for the DP engines) ----------------------------------------------
-    def chain_tables(self, level: int, previous: np.ndarray, shares: dict[str, float], metric: str | None = None):
-        """Node costs (nodes, 3) and edge costs (edges, 3, 3) of ``level`` in ``metric``.
-
-        ``previous`` holds the states chosen at the levels above (level, nodes), which fix the
-        tensor shapes this level sees. ``metric`` is "time" (seconds) or "comm_elements".
-        """
-        metric = metric or self.dp_metric
-        dims = self._class_dims(np.asarray(previous, int)[None], {k: np.array([[v]]) for k, v in shares.items()}, level)
-        state = np.arange(3)[:, None]
-        state_u, state_v = np.arange(3)[:, None, None], np.arange(3)[None, :, None]
-        node = np.zeros((3, len(self.graph.names)))
-        edge = np.zeros((3, 3, len(self.graph.edge_u)))
-        offset = 0 if metric == "comm_elements" else 2
-        for split in self.hierarchy.splits[level]:
-            share = self._shares(split, {k: np.array([[v]]) for k, v in shares.items()})
-            combined, _ = self._level(split, dims[split.parent], share, state, state_u, state_v, False)
-            node = np.maximum(node, combined[offset])
-            edge = np.maximum(edge, combined[offset + 1])
-        return node.T, np.moveaxis(edge, -1, 0)
-
-    def _class_dims(self, states: np.ndarray, shares: dict[str, np.ndarray], upto: int) -> list[_Class]:
-        """Class dimensions at level ``upto`` for plans ``states`` (N, levels, nodes)."""
-        classes = [self._root()]
-        for h in range(upto):
-            state = states[:, h, :]
-            next_classes: list[_Class | None] = [None] * len(self.hierarchy.classes[h + 1])
-            for split in self.hierarchy.splits[h]:
-                _, children = self._level(split, classes[split.parent], self._shares(split, shares), state,
-                                          state[:, self.graph.edge_u], state[:, self.graph.edge_v], True)
-                for child, dims in zip(split.children, children):
-                    next_classes[child] = dims
-            classes = next_classes
-        return classes
-
     # --- whole-plan evaluation ----------------------------------------------------------------
     def _decode(self, X: np.ndarray):
-        states = X[:, self._state_columns].astype(int)
+        states = X.take(self._state_columns, axis=1).astype(int)  # C order: row sums add up as before
         shares = {name: X[:, [col]] / self.ratio_steps for name, col in self._ratio_columns.items()}
         return states, shares
 
@@ -259,21 +175,19 @@ class AccParCostModel(CostModel):
         node_time = np.zeros((n, len(g.names)))
         edge_time = np.zeros((n, len(g.edge_u)))
         classes = [self._root()]
-        leaves: list[tuple[_Class, object]] = []
+        leaves: list[tuple[Dims, object]] = []
         for h, level_splits in enumerate(self.hierarchy.splits):
             state = states[:, h, :]
-            state_u, state_v = state[:, g.edge_u], state[:, g.edge_v]
-            # node elements, edge elements, node seconds, edge seconds
-            level = [np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u))),
-                     np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u)))]
+            decided = self._decisions(state, state.take(g.edge_u, axis=1), state.take(g.edge_v, axis=1))
+            level = None  # node elements, edge elements, node seconds, edge seconds
             next_classes: list = [None] * len(self.hierarchy.classes[h + 1])
             for split in level_splits:
-                combined, children = self._level(split, classes[split.parent], self._shares(split, shares),
-                                                 state, state_u, state_v, True)
-                for total, part in zip(level, combined):
-                    np.maximum(total, part, out=total)  # sub-arrays of a level run in parallel
-                for child, dims in zip(split.children, children):
-                    next_classes[child] = dims
+                dims, share = classes[split.parent], self._shares(split, shares)
+                combined = self._level(split, dims, share, decided)
+                # sub-arrays of a level run in parallel: the slowest sets each node's and edge's pace
+                level = combined if level is None else tuple(np.maximum(a, b) for a, b in zip(level, combined))
+                for child, child_dims in zip(split.children, self._shrink(split, dims, share, decided)):
+                    next_classes[child] = child_dims
             level_node, level_edge = (level[0], level[2]), (level[1], level[3])
             per_level["comm_elements"].append(level_node[0].sum(1) + level_edge[0].sum(1))
             per_level["comm_time"].append(level_node[1].sum(1) + level_edge[1].sum(1))
@@ -331,8 +245,17 @@ class AccParCostModel(CostModel):
         """Each level's own cost (``comm_time`` or ``comm_elements``) for every row: (N, levels)."""
         return np.column_stack(self._evaluate(X, detail=True)["per_level"][metric])
 
-    def evaluate_batch(self, X: np.ndarray, chunk: int = 2048) -> dict[str, np.ndarray]:
-        """Score every row of X, vectorised over cache-sized chunks of rows."""
+    @property
+    def chunk_rows(self) -> int:
+        """Rows scored per pass: enough that one (rows, nodes + edges) array of float64 fills
+        about :data:`CHUNK_ELEMENTS` (256 KB, half a core's L2 cache here), so the twenty-odd
+        arrays a level makes stay in cache; more rows only add memory traffic."""
+        per_row = len(self.graph.names) + len(self.graph.edge_u)
+        return int(min(4096, max(64, CHUNK_ELEMENTS // max(1, per_row))))
+
+    def evaluate_batch(self, X: np.ndarray, chunk: int | None = None) -> dict[str, np.ndarray]:
+        """Score every row of X, vectorised over cache-sized chunks of rows (:attr:`chunk_rows`)."""
+        chunk = chunk or self.chunk_rows
         parts = [self._evaluate(X[start:start + chunk]) for start in range(0, len(X), chunk)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 

@@ -72,16 +72,24 @@ CROSS_TERMS, FULL_TERMS = _transition_terms()
 
 
 def transition_code(role_u, state_u, role_v, state_v):
-    """Index of a (role, state) → (role, state) transition into CROSS_TERMS / FULL_TERMS."""
-    return ((role_u * 3 + state_u) * 2 + role_v) * 3 + state_v
+    """Index of a (role, state) → (role, state) transition into CROSS_TERMS / FULL_TERMS:
+    ((role_u·3 + state_u)·2 + role_v)·3 + state_v, written so the states enter last."""
+    return (18 * role_u + 3 * role_v) + (6 * state_u + state_v)
 
 
 def inter_fraction_of(code, share) -> np.ndarray:
-    """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r."""
+    """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r.
+
+    An array ``share`` (one per plan, trailing axis of length 1) is turned into one table of all
+    transitions per plan, then gathered: one pass over the edges instead of five.
+    """
     if np.ndim(share) == 0:
         return (CROSS_TERMS * share * (1 - share) + FULL_TERMS * (1 - share)).take(code)
     rest = 1.0 - share
-    return CROSS_TERMS.take(code) * (share * rest) + FULL_TERMS.take(code) * rest
+    table = CROSS_TERMS * (share * rest) + FULL_TERMS * rest  # (..., 36): every transition, per plan
+    code = np.asarray(code)
+    table = table.reshape((1,) * (code.ndim - table.ndim) + table.shape)
+    return np.take_along_axis(table, code, axis=-1)
 
 
 def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
@@ -89,13 +97,27 @@ def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
     return inter_fraction_of(transition_code(role_u, state_u, role_v, state_v), share)
 
 
+def intra_operands(role, state, kernel, s_in, s_out):
+    """What Table 4 multiplies for nodes in ``state``: whether the first factor is D_i (else B),
+    whether the second is D_i (else D_o), and the constant (k, HoWo or HiWi; 0 for merge nodes).
+
+    Type-I: A(W_l) = D_i·D_o·k, gradient phase (Eq. 4); Type-II: A(F_{l+1}) = B·D_o·HoWo,
+    forward phase (Eq. 5); Type-III: A(E_l) = B·D_i·HiWi, backward phase (Eq. 6).
+    """
+    weighted = role == WEIGHTED  # merge nodes have no weights and no partial sums
+    constant = np.where(state == TYPE_I, kernel * weighted, np.where(state == TYPE_II, s_out * weighted, s_in * weighted))
+    return state == TYPE_I, state == TYPE_III, constant
+
+
+def intra_from(operands, batch, d_in, d_out) -> np.ndarray:
+    """Table 4 elements from :func:`intra_operands` and the tensor dimensions."""
+    first_is_in, second_is_in, constant = operands
+    return np.where(first_is_in, d_in, batch) * np.where(second_is_in, d_in, d_out) * constant
+
+
 def intra_elements(role, state, batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
     """Table 4: the full partial-sum tensor each side fetches (independent of the share)."""
-    weighted = role == WEIGHTED  # merge nodes have no weights and no partial sums
-    weights = d_in * d_out * (kernel * weighted)  # Type-I: A(W_l), gradient phase (Eq. 4)
-    outputs = batch * d_out * (s_out * weighted)  # Type-II: A(F_{l+1}), forward phase (Eq. 5)
-    errors = batch * d_in * (s_in * weighted)  # Type-III: A(E_l), backward phase (Eq. 6)
-    return np.choose(state, np.broadcast_arrays(weights, outputs, errors))
+    return intra_from(intra_operands(role, state, kernel, s_in, s_out), batch, d_in, d_out)
 
 
 def table6_flops(batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:

@@ -19,15 +19,20 @@ Shared rules:
   latency, so device-to-device bandwidth and latency equal those of a direct link; only
   :meth:`System.hops` differs (2 instead of 1). This keeps 1024 devices at 1024 edges instead of
   ~5e5, and makes the switch invisible to cost models that use bandwidth and latency.
+* Each builder checks its options and numbers the devices at once, but hands the system a
+  :class:`~optmap.system.GraphRecipe` (a module-level edge builder and the graph's size): the
+  graph is built only when routing asks for it, so a cost model that works on groups (AccPar)
+  plans 2^30 devices without it.
 """
 
 
 import math
+from functools import partial
 from typing import Any, Callable
 
 from optmap.bounds import Dimension, Gbps, Microseconds
 from optmap.errors import OptmapError
-from optmap.system import Accelerator, GroupSpec, System, assign_devices, device_graph
+from optmap.system import Accelerator, GraphRecipe, GroupSpec, System, assign_devices, device_graph
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 # Above this many devices, fully-connected and hierarchical systems use switch nodes by default.
@@ -88,6 +93,21 @@ def fully_connected(
     devices, grps = assign_devices(groups)
     n = len(devices)
     use_switch = _switch(name, switch, n)
+    links = n if use_switch else n * (n - 1) // 2
+    if not use_switch and links > MAX_DIRECT_LINKS:
+        raise OptmapError(
+            f"topology '{name}': switch = false links every pair directly, {links:,} links for {n:,} devices, "
+            f"more than the limit of {MAX_DIRECT_LINKS:,}; set switch = true (the same bandwidth and latency "
+            f"between every pair, through one non-blocking switch)"
+        )
+    recipe = GraphRecipe(partial(_fully_connected_graph, devices, bw, lat, use_switch), nodes=n + use_switch, links=links)
+    params = {"bandwidth_gbps": bandwidth_gbps, "latency_us": latency_us, "switch": use_switch}
+    return _system(devices, grps, recipe, name, params)
+
+
+def _fully_connected_graph(devices, bw: float | None, lat: float, use_switch: bool):
+    devices = tuple(devices)  # the graph is per device anyway; indexing a tuple is quickest
+    n = len(devices)
     g = device_graph(devices)
     if use_switch:
         g.add_edges_from(
@@ -95,19 +115,11 @@ def fully_connected(
             for i in range(n)
         )
     else:
-        links = n * (n - 1) // 2
-        if links > MAX_DIRECT_LINKS:
-            raise OptmapError(
-                f"topology '{name}': switch = false links every pair directly, {links:,} links for {n:,} devices, "
-                f"more than the limit of {MAX_DIRECT_LINKS:,}; set switch = true (the same bandwidth and latency "
-                f"between every pair, through one non-blocking switch)"
-            )
         pbw = _pair_bw(devices, bw)
         g.add_edges_from(
             (i, j, {"bandwidth": pbw(i, j), "latency": lat}) for i in range(n) for j in range(i + 1, n)
         )
-    params = {"bandwidth_gbps": bandwidth_gbps, "latency_us": latency_us, "switch": use_switch}
-    return _system(devices, grps, g, name, params)
+    return g
 
 
 def _line(name: str, groups, bandwidth_gbps, latency_us, wrap: bool) -> System:
@@ -115,13 +127,21 @@ def _line(name: str, groups, bandwidth_gbps, latency_us, wrap: bool) -> System:
     lat = _latency(name, "latency_us", latency_us)
     devices, grps = assign_devices(groups)
     n = len(devices)
+    links = _dim_links(n, wrap)
+    recipe = GraphRecipe(partial(_line_graph, devices, bw, lat, wrap), nodes=n, links=links)
+    return _system(devices, grps, recipe, name, {"bandwidth_gbps": bandwidth_gbps, "latency_us": latency_us})
+
+
+def _line_graph(devices, bw: float | None, lat: float, wrap: bool):
+    devices = tuple(devices)  # the graph is per device anyway; indexing a tuple is quickest
+    n = len(devices)
     pbw = _pair_bw(devices, bw)
     pairs = [(i, i + 1) for i in range(n - 1)]
     if wrap and n > 2:
         pairs.append((n - 1, 0))
     g = device_graph(devices)
     g.add_edges_from((a, b, {"bandwidth": pbw(a, b), "latency": lat}) for a, b in pairs)
-    return _system(devices, grps, g, name, {"bandwidth_gbps": bandwidth_gbps, "latency_us": latency_us})
+    return g
 
 
 def ring(
@@ -185,32 +205,45 @@ def _grid(
                 f"topology '{name}': shape [{nx_}, {ny_}] holds {nx_ * ny_} devices but the groups "
                 f"give {n}; use a shape whose product is {n} (e.g. [{sx}, {sy}]) or omit it"
             )
-    xpbw, ypbw = _pair_bw(devices, xbw), _pair_bw(devices, ybw)
-    edges = []
-
-    def dim_pairs(size: int):
-        pairs = [(k, k + 1) for k in range(size - 1)]
-        if wrap and size > 2:  # a dimension of 2 already has its only link; 1 has none
-            pairs.append((size - 1, 0))
-        return pairs
-
-    for y in range(ny_):
-        for x0, x1 in dim_pairs(nx_):
-            a, b = x0 + nx_ * y, x1 + nx_ * y
-            edges.append((a, b, {"bandwidth": xpbw(a, b), "latency": lat, "dim": "x"}))
-    for x in range(nx_):
-        for y0, y1 in dim_pairs(ny_):
-            a, b = x + nx_ * y0, x + nx_ * y1
-            edges.append((a, b, {"bandwidth": ypbw(a, b), "latency": lat, "dim": "y"}))
-    g = device_graph(devices)
-    g.add_edges_from(edges)
+    links = ny_ * _dim_links(nx_, wrap) + nx_ * _dim_links(ny_, wrap)
+    recipe = GraphRecipe(partial(_grid_graph, devices, (nx_, ny_), xbw, ybw, lat, wrap), nodes=n, links=links)
     params = {
         "shape": (nx_, ny_),
         "x_bandwidth_gbps": x_bandwidth_gbps,
         "y_bandwidth_gbps": y_bandwidth_gbps,
         "latency_us": latency_us,
     }
-    return _system(devices, grps, g, name, params)
+    return _system(devices, grps, recipe, name, params)
+
+
+def _dim_links(size: int, wrap: bool) -> int:
+    """Number of links along one dimension of ``size`` devices (as :func:`_dim_pairs` lists them)."""
+    return max(0, size - 1) + (wrap and size > 2)
+
+
+def _dim_pairs(size: int, wrap: bool) -> list[tuple[int, int]]:
+    pairs = [(k, k + 1) for k in range(size - 1)]
+    if wrap and size > 2:  # a dimension of 2 already has its only link; 1 has none
+        pairs.append((size - 1, 0))
+    return pairs
+
+
+def _grid_graph(devices, shape: tuple[int, int], xbw: float | None, ybw: float | None, lat: float, wrap: bool):
+    devices = tuple(devices)  # the graph is per device anyway; indexing a tuple is quickest
+    nx_, ny_ = shape
+    xpbw, ypbw = _pair_bw(devices, xbw), _pair_bw(devices, ybw)
+    edges = []
+    for y in range(ny_):
+        for x0, x1 in _dim_pairs(nx_, wrap):
+            a, b = x0 + nx_ * y, x1 + nx_ * y
+            edges.append((a, b, {"bandwidth": xpbw(a, b), "latency": lat, "dim": "x"}))
+    for x in range(nx_):
+        for y0, y1 in _dim_pairs(ny_, wrap):
+            a, b = x + nx_ * y0, x + nx_ * y1
+            edges.append((a, b, {"bandwidth": ypbw(a, b), "latency": lat, "dim": "y"}))
+    g = device_graph(devices)
+    g.add_edges_from(edges)
+    return g
 
 
 def mesh2d(
@@ -275,7 +308,22 @@ def hierarchical(
     devices, grps = assign_devices(groups)
     n = len(devices)
     use_switch = _switch(name, switch, n)
+    links = n + len(grps) * (len(grps) - 1) // 2 if use_switch else n * (n - 1) // 2
+    recipe = GraphRecipe(partial(_hierarchical_graph, devices, grps, bw, ibw, lat, ilat, use_switch),
+                         nodes=n + len(grps) * use_switch, links=links)
+    params = {
+        "bandwidth_gbps": bandwidth_gbps,
+        "inter_bandwidth_gbps": inter_bandwidth_gbps,
+        "latency_us": latency_us,
+        "inter_latency_us": inter_latency_us,
+        "switch": use_switch,
+    }
+    return _system(devices, grps, recipe, name, params)
 
+
+def _hierarchical_graph(devices, grps, bw: float | None, ibw: float | None, lat: float, ilat: float,
+                        use_switch: bool):
+    devices = tuple(devices)  # the graph is per device anyway; indexing a tuple is quickest
     def intra(acc: Accelerator) -> float:
         return bw if bw is not None else acc.network_bandwidth
 
@@ -315,14 +363,7 @@ def hierarchical(
                     for u in other.devices
                     for v in ds
                 )
-    params = {
-        "bandwidth_gbps": bandwidth_gbps,
-        "inter_bandwidth_gbps": inter_bandwidth_gbps,
-        "latency_us": latency_us,
-        "inter_latency_us": inter_latency_us,
-        "switch": use_switch,
-    }
-    return _system(devices, grps, g, name, params)
+    return g
 
 
 TOPOLOGIES: dict[str, Callable[..., System]] = {

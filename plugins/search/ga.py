@@ -69,18 +69,20 @@ class GeneticSearch(SearchEngine):
 
     # --- pymoo set-up ---------------------------------------------------------------------
     def _algorithm(self, space, n_obj: int, sampling):
-        from pymoo.algorithms.moo.nsga2 import NSGA2
-        from pymoo.algorithms.soo.nonconvex.ga import GA
+        from .operators import MixedCrossover, MixedMutation, RowHashElimination, SpaceRepair
 
-        from .operators import (
-            MixedCrossover,
-            MixedMutation,
-            RowHashElimination,
-            SpaceRepair,
-        )
+        if n_obj > 1:  # NSGA-II's module takes longer to import than a small GA run
+            from pymoo.algorithms.moo.nsga2 import NSGA2 as kind
+        else:
+            from pymoo.algorithms.soo.nonconvex.ga import GA as kind
 
-        kind = NSGA2 if n_obj > 1 else GA
-        algorithm = kind(
+        class Algorithm(kind):
+            def _set_optimum(self) -> None:
+                # pymoo filters the whole population for its own record of the optimum after every
+                # generation; optmap's evaluator keeps the best and the front, so that is skipped
+                self.opt = None
+
+        algorithm = Algorithm(
             pop_size=self.pop_size,
             sampling=sampling,
             crossover=MixedCrossover(space, prob=self.crossover_prob),

@@ -29,7 +29,11 @@ Decisions:
   the state and the checkpoint only adds the evaluator's history. A resumed sampler is seeded
   from (seed, trials so far), so a resumed run is reproducible, though not the same as one that
   never stopped.
-- Named plans (``seed_plans``) are enqueued as the first trials.
+- Named plans are enqueued as the first trials: by default every plan the cost model names
+  (its ``plans()``), or those given in ``seed_plans`` (engine or plan names; ``[]`` for none).
+- TPE, CMA-ES (which samples categorical parameters at random), random and QMC sampling learn
+  little from many categorical decisions: with more than ``MANY_CATEGORICAL`` of them the run
+  starts with a one-line note naming a better engine (``ga``, seeded with the same plans).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import dataclasses
 import importlib.util
 import logging
 import math
+import sys
 import time
 import uuid
 import warnings
@@ -54,6 +59,10 @@ from optmap.space import DesignSpace
 from .seeding import seed_vectors
 
 SAMPLERS = ("auto", "tpe", "cmaes", "random", "qmc", "nsga2")
+# Categorical decisions above which the samplers below are known to do poorly (the README's
+# study: TPE on AccPar's 153 decisions ends far behind ga; NSGA-II gets within 2 %).
+MANY_CATEGORICAL = 50
+WEAK_ON_CATEGORICAL = ("tpe", "cmaes", "random", "qmc")
 PLAIN = (str, int, float, bool, type(None))
 SCHEMA_TRIES = 5  # attempts to open a storage whose tables another worker may be creating
 
@@ -147,15 +156,15 @@ class OptunaSearch(SearchEngine):
         sampler: Literal["auto", "tpe", "cmaes", "random", "qmc", "nsga2"] = "auto",
         batch: ints(1, 100_000) = 32,
         max_trials: ints(1, 10**9) | None = None,
-        seed_plans: list[str] = [],
+        seed_plans: list[str] | None = None,
         storage: str | None = None,
         study: str | None = None,
     ) -> None:
         """``sampler``: "auto" is TPE for one objective, NSGA-II for several; ``batch`` trials are
         asked and scored together; ``max_trials`` caps the evaluations below the budget (default: the
-        budget alone, like every engine);
-        ``seed_plans`` names engines (or cost-model plans) enqueued as first trials; ``storage``
-        a database URL to keep and share the study, named ``study``."""
+        budget alone, like every engine); ``seed_plans`` names engines (or cost-model plans)
+        enqueued as first trials (default: every plan the cost model names); ``storage`` a database
+        URL to keep and share the study, named ``study``."""
         if batch < 1:
             raise OptmapError(f"batch must be >= 1, got {batch}")
         if max_trials is not None and max_trials < 1:
@@ -163,7 +172,7 @@ class OptunaSearch(SearchEngine):
         self.sampler = sampler
         self.batch = batch
         self.max_trials = max_trials
-        self.seed_plans = list(seed_plans)
+        self.seed_plans = None if seed_plans is None else list(seed_plans)
         self.storage = storage
         self.study = study
 
@@ -233,6 +242,9 @@ class OptunaSearch(SearchEngine):
         worker = uuid.uuid4().hex[:12]
         with _quiet():
             sampler_name, sampler = self._sampler(sampler_seed, len(evaluator.objectives))
+            note = _weak_sampler_note(sampler_name, evaluator.space)
+            if note and not state:
+                print(f"note: {note}", file=sys.stderr)
             study = optuna.create_study(directions=["minimize"] * len(evaluator.objectives), sampler=sampler)
             shared = self._shared(evaluator, digest(checkpoint.fingerprint.get("problem")))
             told: list[dict[str, Any]] = []  # every trial, for an in-memory study's checkpoint
@@ -252,8 +264,9 @@ class OptunaSearch(SearchEngine):
                         "trials; pass --resume to continue it (also how further machines join), or choose --study NAME"
                     )
                 self._sync(shared, study, codec, evaluator, known, recorded)
-            if not state and self.seed_plans and not study.trials:
-                for x in seed_vectors(evaluator, self.seed_plans, seed):
+            seeds = self._seed_names(evaluator)
+            if not state and seeds and not study.trials:
+                for x in seed_vectors(evaluator, seeds, seed):
                     study.enqueue_trial(codec.params(x), skip_if_exists=True)
 
             def snapshot() -> dict:
@@ -290,9 +303,18 @@ class OptunaSearch(SearchEngine):
                 checkpoint.maybe_save(evaluator, snapshot)
             checkpoint.save(evaluator, snapshot())
         extra = {"sampler": sampler_name, "trials": len(study.trials)}
+        if note:
+            extra["note"] = note
         if shared is not None:
             extra["study"] = shared.study_name
         return extra
+
+    def _seed_names(self, evaluator: Evaluator) -> list[str]:
+        """``seed_plans``, or by default every plan the cost model names."""
+        if self.seed_plans is not None:
+            return self.seed_plans
+        plans = getattr(evaluator.cost_model, "plans", None)
+        return list(plans()) if callable(plans) else []
 
     def _cap(self, evaluator: Evaluator) -> None:
         """``max_trials`` tightens the run's budget (so progress, stop reason and resume agree)."""
@@ -327,6 +349,15 @@ class OptunaSearch(SearchEngine):
             evaluator.record(np.array([t["x"] for t in fresh]), np.array([_values(t) for t in fresh]),
                              np.array([t["violation"] for t in fresh], float))
             recorded.update(t["optmap_id"] for t in fresh)
+
+
+def _weak_sampler_note(sampler: str, space: DesignSpace) -> str:
+    """One line when ``sampler`` is known to do poorly on ``space`` (many categorical decisions)."""
+    categorical = sum(1 for v in space.variables if v.kind == "categorical" and not v.is_pinned)
+    if sampler not in WEAK_ON_CATEGORICAL or categorical <= MANY_CATEGORICAL:
+        return ""
+    return (f"optuna's {sampler} sampler learns little from {categorical} categorical decisions; "
+            f"--search ga or sampler = \"nsga2\" usually ends closer to the best plan")
 
 
 def _frozen(codec: Codec, t: dict[str, Any]):

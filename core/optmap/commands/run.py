@@ -27,6 +27,8 @@ def add_parser(commands) -> dict:
     parser.add_argument("--seed", type=seed_argument, help="random seed (default: the file's [search] seed)")
     parser.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT (- for standard output)")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--layers", choices=("top", "all"), default="top",
+                        help="per-layer table: the most expensive layers of a long network (top, default) or all")
     parser.add_argument("--plot", metavar="PNG", help="draw convergence and per-layer compute / communication "
                         "bars (needs matplotlib)")
     parser.add_argument("--resume", action="store_true",
@@ -44,7 +46,7 @@ def add_parser(commands) -> dict:
 
 def run(args) -> int:
     from optmap.output import exclusive, json_text, save
-    from optmap.report import console, layer_table, report_tables, result_table
+    from optmap.report import LAYER_ROWS, console, layer_table, report_tables, result_table
     from optmap.run import SearchFailed, solve
 
     if args.search is not None and not args.search.strip():
@@ -84,7 +86,7 @@ def run(args) -> int:
         progress.close()
         where = keep(result)
     terminal.print(result_table(result))
-    layers = layer_table(result)
+    layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
     if not args.quiet:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)

@@ -1,0 +1,184 @@
+"""One bisection level of AccPar's cost, for many plans at once (the cost model's arithmetic).
+
+Every sub-array class of a level is cut in two; each side fetches its intra-layer partial sums
+(Table 4) and inter-layer conversions (Table 5), divided by a bandwidth; per node and edge the
+slowest side sets the pace; each side's tensors then shrink by its share along the dimension its
+type splits (§3.2 SHRINK). :class:`LevelCosts` is the half of
+:class:`~optmap.plugins.accpar.model.AccParCostModel` that does this, for whole-plan scoring
+and for the per-level tables of the layer DP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .dp import ChainDP
+from .hierarchy import Split
+from .tables import (
+    SPLITS_BATCH,
+    SPLITS_IN,
+    SPLITS_OUT,
+    inter_fraction_of,
+    intra_from,
+    intra_operands,
+    transition_code,
+)
+
+
+@dataclass
+class Dims:
+    """Tensor dimensions of every node as one sub-array class sees them (leading axes broadcast)."""
+
+    batch: np.ndarray
+    d_in: np.ndarray
+    d_out: np.ndarray
+    share: np.ndarray  # this sub-array's share of the whole work
+    scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """A level's states and what follows from them, computed once for every split of the level."""
+
+    state: np.ndarray  # (rows, nodes), or all three states on a leading axis
+    code: np.ndarray | None  # transition code of every edge (tables.transition_code)
+    masks: tuple[np.ndarray, np.ndarray, np.ndarray]  # node splits batch, in-channels, out-channels
+    operands: tuple  # Table 4's factors per node (tables.intra_operands)
+    factors: dict = field(default_factory=dict)  # shrink factors per fixed share (filled on use)
+
+
+class LevelCosts:
+    """Per-level arithmetic of the AccPar cost model (options and graph come from the model)."""
+
+    # --- one level ----------------------------------------------------------------------------
+    def _side_bandwidth(self, split: Split, side: int) -> float:
+        own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
+        return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
+
+    def _decisions(self, state, state_u=None, state_v=None) -> Decisions:
+        """What a level's states decide, once for all its splits: the nodes' states, the edges'
+        transitions (when ``state_u``/``state_v`` are given) and which dimension each node splits."""
+        g = self.graph
+        node_code = g.role * 3 + state
+        code = None if state_u is None else np.ascontiguousarray(  # C order: edge sums add up as before
+            transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v))
+        masks = tuple(mask.ravel().take(node_code) for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT))
+        return Decisions(state, code, masks, intra_operands(g.role, state, g.kernel, g.s_in, g.s_out))
+
+    def _sides(self, split: Split, dims: Dims, share0):
+        """Per side of ``split``: (side, share, share its tensor shapes see, cost weight)."""
+        linear = self.share_scaling == "linear" and split.ratio is not None
+        for side in range(1 if split.symmetric else 2):
+            share = share0 if side == 0 else 1.0 - share0
+            shape_share = 0.5 if linear else share  # "linear": amounts of the equal split...
+            weight = dims.scale * (2.0 * share if linear else 1.0)  # ...scaled by share / (1/2)
+            yield side, share, shape_share, weight, linear
+
+    def _level(self, split: Split, dims: Dims, share0, decided: Decisions):
+        """Per-node and per-edge cost of one split, the slowest side's (or both sides' sum):
+        (node elements, edge elements, node seconds, edge seconds)."""
+        g = self.graph
+        intra = intra_from(decided.operands, dims.batch, dims.d_in, dims.d_out)
+        received = (dims.batch * dims.d_in * g.s_in).take(g.edge_v, axis=-1)  # A(F_l) of the consumer (ref. program)
+        pick = np.maximum if self.combine == "max" else np.add
+        nodes, edges, same = [], [], True
+        for side, share, shape_share, weight, linear in self._sides(split, dims, share0):
+            seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
+            inter = received * inter_fraction_of(decided.code, shape_share)
+            if linear or np.ndim(weight):
+                nodes.append((intra * weight, seconds))
+                inter = inter * weight  # B rows of weights may widen it
+                same = False
+            else:
+                nodes.append((intra, seconds))
+            edges.append((inter, inter * seconds))
+        if same and (len(nodes) == 1 or self.combine == "max"):
+            # both sides fetch the same Table 4 amounts: max(a·s0, a·s1) = a·max(s0, s1) exactly
+            node = (intra, intra * max(seconds for _, seconds in nodes))
+        else:
+            node = (nodes[0][0], nodes[0][0] * nodes[0][1])
+            for amount, seconds in nodes[1:]:
+                node = (pick(node[0], amount), pick(node[1], amount * seconds))
+        edge = edges[0]
+        for other in edges[1:]:
+            edge = (pick(edge[0], other[0]), pick(edge[1], other[1]))
+        return node[0], edge[0], node[1], edge[1]
+
+    def _shrink(self, split: Split, dims: Dims, share0, decided: Decisions) -> list[Dims]:
+        """Each side's tensor dimensions after ``split``: shrunk by its share along the dimension
+        its state splits (§3.2 SHRINK)."""
+        children = []
+        for _, share, shape_share, weight, _ in self._sides(split, dims, share0):
+            factors = decided.factors.get(shape_share) if np.ndim(shape_share) == 0 else None
+            if factors is None:
+                factors = tuple(np.where(mask, shape_share, 1.0) for mask in decided.masks)
+                if np.ndim(shape_share) == 0:
+                    decided.factors[shape_share] = factors  # the same for every split of the level
+            batch, d_in, d_out = factors
+            children.append(Dims(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
+        return children
+
+    def _shares(self, split: Split, shares: dict[str, np.ndarray]):
+        return split.share if split.ratio is None else shares[split.ratio]
+
+    def _root(self) -> Dims:
+        g = self.graph
+        return Dims(np.full_like(g.d_in, float(self.workload.batch)), g.d_in, g.d_out, np.ones(1))
+
+    # --- layer-chain tables (for the DP engines) ----------------------------------------------
+    def chain_tables(self, level: int, previous: np.ndarray, shares: dict[str, float], metric: str | None = None):
+        """Node costs (nodes, 3) and edge costs (edges, 3, 3) of ``level`` in ``metric``.
+
+        ``previous`` holds the states chosen at the levels above (level, nodes), which fix the
+        tensor shapes this level sees. ``metric`` is "time" (seconds) or "comm_elements".
+        """
+        columns = {k: np.array([[v]]) for k, v in shares.items()}
+        node, edge = self.level_tables(level, self._class_dims(np.asarray(previous, int)[None], columns, level),
+                                       columns, metric or self.dp_metric)
+        return node[0], edge[0]
+
+    def chain_dp(self) -> ChainDP:
+        """The batched layer DP over this model's block graph (built once)."""
+        if self._chain_dp is None:
+            self._chain_dp = ChainDP(self.graph)
+        return self._chain_dp
+
+    def root_classes(self) -> list[Dims]:
+        """The sub-array classes at level 0 (the whole array), for :meth:`level_tables`."""
+        return [self._root()]
+
+    def level_tables(self, level: int, classes: list[Dims], shares: dict[str, np.ndarray], metric: str):
+        """Node costs (B, nodes, 3) and edge costs (B, edges, 3, 3) of ``level`` for B rows whose
+        levels above left the sub-array ``classes`` (:meth:`descend`); ``shares`` are (B, 1)
+        columns, one per heterogeneous split (B = 1 broadcasts)."""
+        n_nodes, n_edges = len(self.graph.names), len(self.graph.edge_u)
+        every = self._every_state
+        if every is None:  # all states at once: node states on a leading axis, edge transitions on two
+            every = self._every_state = self._decisions(
+                np.arange(3)[:, None, None], np.arange(3)[:, None, None, None], np.arange(3)[None, :, None, None])
+        node, edge = np.zeros((3, 1, n_nodes)), np.zeros((3, 3, 1, n_edges))
+        offset = 0 if metric == "comm_elements" else 2
+        for split in self.hierarchy.splits[level]:
+            combined = self._level(split, classes[split.parent], self._shares(split, shares), every)
+            node = np.maximum(node, combined[offset])  # sub-arrays of a level run in parallel
+            edge = np.maximum(edge, combined[offset + 1])
+        return np.moveaxis(node, 0, -1), np.moveaxis(edge, (0, 1), (-2, -1))
+
+    def descend(self, level: int, classes: list[Dims], states: np.ndarray, shares: dict[str, np.ndarray]):
+        """The classes of level ``level + 1`` after rows with ``states`` (B, nodes) at ``level``."""
+        decided = self._decisions(states)
+        next_classes: list[Dims | None] = [None] * len(self.hierarchy.classes[level + 1])
+        for split in self.hierarchy.splits[level]:
+            for child, dims in zip(split.children, self._shrink(split, classes[split.parent],
+                                                               self._shares(split, shares), decided)):
+                next_classes[child] = dims
+        return next_classes
+
+    def _class_dims(self, states: np.ndarray, shares: dict[str, np.ndarray], upto: int) -> list[Dims]:
+        """Class dimensions at level ``upto`` for plans ``states`` (N, levels, nodes)."""
+        classes = self.root_classes()
+        for h in range(upto):
+            classes = self.descend(h, classes, states[:, h, :], shares)
+        return classes

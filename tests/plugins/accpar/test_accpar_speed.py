@@ -1,0 +1,115 @@
+"""The fast AccPar paths give the numbers of the slow ones (issue 14): the batched layer DP against
+the generic chain DP run share by share, and every plan, DP cost and batch score against the
+values the plugin printed before the speed work (tests/data/accpar_speed)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from optmap import chain_dp
+from optmap.plugins.accpar.dp import ChainDP
+from optmap.plugins.accpar.engines import batch_level_plans, level_plans
+from optmap.plugins.accpar.graph import Graph
+from optmap.run import solve
+
+from conftest import DATA, make_problem
+
+BEFORE = json.loads((DATA / "accpar_speed" / "before-issue14.json").read_text())
+
+
+def _reference_plans(model, shares):
+    """The DP as it was: the tables of each level recomputed from the root (chain_tables), the
+    block view solved by the generic optmap.chain_dp, one share setting at a time."""
+    g = model.graph
+    segments = [chain_dp.Segment(paths) for paths in g.segments]
+    states = np.zeros((model.hierarchy.depth, len(g.names)), int)
+    costs = []
+    for level in range(model.hierarchy.depth):
+        node, edge = model.chain_tables(level, states[:level], shares)
+        edge_cost = {(int(u), int(v)): edge[e] for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v))}
+        cost, chosen = chain_dp.solve(list(g.chain), segments, dict(enumerate(node)), edge_cost)
+        states[level] = [chosen[i] for i in range(len(g.names))]
+        costs.append(cost)
+    return states, costs
+
+
+def _hetero(network, *groups, **cost):
+    return make_problem({
+        "workload": {"model": network, "batch": 128, "dtype": "bf16"},
+        "system": {"topology": "hierarchical", "latency_us": 0.0,
+                   "groups": [{"accelerator": a, "count": n} for a, n in groups]},
+        "cost": {"model": "accpar", **cost},
+    }).cost_model
+
+
+@pytest.mark.parametrize("network", ["lenet-caffe", "alexnet-original", "vgg11", "resnet18", "resnet50"])
+def test_batched_dp_equals_the_chain_dp_share_by_share(network):
+    model = _hetero(network, ("tpu-v2", 4), ("tpu-v3", 4))
+    (split,) = model.hierarchy.ratios
+    grid = np.array([0.05, 0.3, 1 / 3, 0.5, 0.85])
+    states, costs = batch_level_plans(model, {split.ratio: grid})
+    for row, share in enumerate(grid):
+        expected_states, expected_costs = _reference_plans(model, {split.ratio: float(share)})
+        assert np.array_equal(states[row], expected_states)
+        assert costs[row].tolist() == expected_costs  # bit for bit: the same additions in the same order
+
+
+def test_batched_dp_breaks_ties_like_the_chain_dp():
+    # Integer costs in {0, 1} make most choices ties; the generic DP's argmin keeps the lowest state.
+    model = _hetero("resnet18", ("tpu-v3", 2))
+    g: Graph = model.graph
+    rng = np.random.default_rng(3)
+    node = rng.integers(0, 2, (6, len(g.names), 3)).astype(float)
+    edge = rng.integers(0, 2, (6, len(g.edge_u), 3, 3)).astype(float)
+    node[:, 5, 1] = np.inf  # a forbidden state
+    costs, states = ChainDP(g).solve(node, edge)
+    segments = [chain_dp.Segment(paths) for paths in g.segments]
+    for row in range(6):
+        edge_cost = {(int(u), int(v)): edge[row, e] for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v))}
+        cost, chosen = chain_dp.solve(list(g.chain), segments, dict(enumerate(node[row])), edge_cost)
+        assert costs[row] == cost
+        assert states[row].tolist() == [chosen[i] for i in range(len(g.names))]
+
+
+@pytest.mark.parametrize("case", BEFORE, ids=lambda c: f"{c['spec']['workload']['model']}-{len(c['spec']['system']['groups'])}kinds")
+def test_plans_costs_and_scores_equal_the_code_before_issue_14(case):
+    problem = make_problem(json.loads(json.dumps(case["spec"])))
+    model = problem.cost_model
+    for engine, before in case["engines"].items():
+        result = solve(problem, engine=engine)
+        assert result.values == before["values"], engine
+        assert result.best.array.astype(int).tolist() == before["mapping"], engine
+        assert result.extra.get("dp_level_costs") == before["dp_level_costs"], engine
+    states, costs = level_plans(model, case["level_plans"]["shares"])
+    assert states.tolist() == case["level_plans"]["states"]
+    assert costs == case["level_plans"]["costs"]
+    scores = model.evaluate_batch(np.array(case["X"], float))
+    for metric, values in case["scores"].items():
+        assert np.asarray(scores[metric]).tolist() == values, metric
+
+
+def test_rows_per_scoring_pass_follow_the_network_size():
+    # CHUNK_ELEMENTS = 2^15 elements per (rows, nodes + edges) array: VGG-19 (19 nodes, 18 edges)
+    # gets 2^15 // 37 = 885 rows, ResNet-50's block view (70 nodes, 85 edges) 2^15 // 155 = 211.
+    vgg = _hetero("vgg19", ("tpu-v3", 8))
+    assert (len(vgg.graph.names), len(vgg.graph.edge_u)) == (19, 18) and vgg.chunk_rows == 885
+    resnet = _hetero("resnet50", ("tpu-v3", 8))
+    assert (len(resnet.graph.names), len(resnet.graph.edge_u)) == (70, 85) and resnet.chunk_rows == 211
+    X = resnet.space.sample(np.random.default_rng(0), 450)  # three passes, the last one short
+    assert np.array_equal(resnet.evaluate_batch(X)["time"], resnet.evaluate_batch(X, chunk=450)["time"])
+
+
+def test_named_plans_are_the_baselines_and_the_dps():
+    model = _hetero("resnet18", ("tpu-v2", 4), ("tpu-v3", 4))
+    plans = model.plans()
+    assert set(plans) == {"data-parallel", "one-weird-trick", "layer-dp", "hypar-dp"}
+    layers = {name: kind for name, kind in zip(model.graph.names, model.graph.kind)}
+    for (level, layer), value in ((tuple(k.split(":")), v) for k, v in plans["data-parallel"].as_dict().items()
+                                  if k.startswith("L")):
+        assert value == ("I" if layers[layer] != "add" else "batch")  # Type-I everywhere, adds batch-split
+    for key, value in plans["one-weird-trick"].as_dict().items():
+        if key.startswith("L") and layers[key.split(":")[1]] == "linear":
+            assert value == "II"  # Krizhevsky: FC layers model-parallel
+    equal = {s.ratio: 0.5 for s in model.hierarchy.ratios}
+    assert np.array_equal(plans["layer-dp"].array, model.plan_vector(level_plans(model, equal)[0], equal))
