@@ -13,7 +13,7 @@ per level and are evaluated once: a level's plan is one type per layer, as in Ac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from optmap.system import Accelerator, System
 
@@ -56,6 +56,7 @@ class Split:
     share: float | None  # fixed share of sides[0]; None: the variable ``ratio`` decides
     ratio: str | None  # name of the share variable, for heterogeneous splits
     children: tuple[int, ...]  # indices of the resulting classes at the next level, per side
+    first: tuple[int, int] = field(default=(0, 0), compare=False)  # a device of each side (first instance)
 
     @property
     def symmetric(self) -> bool:
@@ -87,14 +88,42 @@ def _members(system: System) -> tuple[tuple[Accelerator, int], ...]:
     return tuple(counts.items())
 
 
+def _device_ranges(system: System, members) -> tuple[range, ...]:
+    """The devices of the root sub-array in its order: each kind's groups, kind after kind."""
+    return tuple(range(g.devices[0], g.devices[-1] + 1) for kind, _ in members
+                 for g in system.groups if g.accelerator == kind)
+
+
+def _cut(ranges: tuple[range, ...], count: int) -> tuple[tuple[range, ...], tuple[range, ...]]:
+    """The first ``count`` devices of ``ranges`` and the rest, as ranges (never listed one by one)."""
+    head, tail, left = [], [], count
+    for r in ranges:
+        if left >= len(r):
+            head.append(r)
+        elif left > 0:
+            head.append(r[:left])
+            tail.append(r[left:])
+        else:
+            tail.append(r)
+        left -= min(left, len(r))
+    return tuple(head), tuple(tail)
+
+
 def bisect(system: System) -> Hierarchy:
-    """Split the system's accelerators level by level until every sub-array is one accelerator."""
-    classes = [(SubArray(_members(system)),)]
+    """Split the system's accelerators level by level until every sub-array is one accelerator.
+
+    Each split also records a device of each side in its first instance (``Split.first``): the
+    partner devices whose path the network pricing reads.
+    """
+    members = _members(system)
+    classes = [(SubArray(members),)]
+    devices = [(_device_ranges(system, members),)]  # the first instance's devices of each class
     splits: list[tuple[Split, ...]] = []
     leaves = []
     while True:
         level = len(splits)
         next_classes: list[SubArray] = []
+        next_devices: list[tuple[range, ...]] = []
         level_splits = []
         for index, sub in enumerate(classes[level]):
             if sub.count == 1:
@@ -103,13 +132,17 @@ def bisect(system: System) -> Hierarchy:
             first, second, share = sub.halves()
             ratio = f"share[L{level}:{first.label}]" if share is None else None
             sides = (first, second)
+            halves = _cut(devices[level][index], first.count)
             split = Split(level, index, sides, share, ratio, ())
             count = 1 if split.symmetric else 2
             children = tuple(range(len(next_classes), len(next_classes) + count))
             next_classes.extend(sides[:count])
-            level_splits.append(Split(level, index, sides, share, ratio, children))
+            next_devices.extend(halves[:count])
+            level_splits.append(Split(level, index, sides, share, ratio, children,
+                                      (halves[0][0][0], halves[1][0][0])))
         if not level_splits:
             break
         splits.append(tuple(level_splits))
         classes.append(tuple(next_classes))
+        devices.append(tuple(next_devices))
     return Hierarchy(tuple(classes), tuple(splits), tuple(leaves))

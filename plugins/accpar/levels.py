@@ -55,7 +55,8 @@ class LevelCosts:
     # --- one level ----------------------------------------------------------------------------
     def _side_bandwidth(self, split: Split, side: int) -> float:
         own, other = (s.network_bandwidth for s in (split.sides[side], split.sides[1 - side]))
-        return {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
+        paper = {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
+        return min(paper, self.networks[(split.level, split.parent)].bandwidth)  # and a link the file set
 
     def _decisions(self, state, state_u=None, state_v=None) -> Decisions:
         """What a level's states decide, once for all its splits: the nodes' states, the edges'
@@ -104,6 +105,9 @@ class LevelCosts:
         edge = edges[0]
         for other in edges[1:]:
             edge = (pick(edge[0], other[0]), pick(edge[1], other[1]))
+        latency = 0.0 if self.mode == "comm_only" else self.networks[(split.level, split.parent)].latency
+        if latency:  # one latency per transfer that moves data, when the file sets one (network.py)
+            return node[0], edge[0], node[1] + latency * (node[0] > 0), edge[1] + latency * (edge[0] > 0)
         return node[0], edge[0], node[1], edge[1]
 
     def _shrink(self, split: Split, dims: Dims, share0, decided: Decisions) -> list[Dims]:

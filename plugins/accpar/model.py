@@ -39,6 +39,7 @@ from optmap.workload import Workload
 from .dp import ChainDP
 from .graph import block_graph
 from .hierarchy import Hierarchy, bisect
+from .network import OPTIONS, REASON, TOPOLOGIES, split_networks
 from .levels import Decisions, Dims, LevelCosts
 from .plans import HYPAR_TYPES, fixed_states, level_plans
 from .tables import LAYOUT_NAMES, TYPE_II, TYPE_NAMES, WEIGHTED, table6_flops
@@ -58,6 +59,7 @@ class AccParCostModel(LevelCosts, CostModel):
     formulation = "AccPar's formulation ([cost] model = \"accpar\")"
     capabilities = frozenset({BATCH, LAYER_CHAIN_TABLES})
     default_engine = "accpar"
+    topologies, system_options, topology_reason = TOPOLOGIES, OPTIONS, REASON  # network.py
 
     def __init__(
         self,
@@ -107,6 +109,7 @@ class AccParCostModel(LevelCosts, CostModel):
         measured = compute == "auto" and any(calibration_of(g.accelerator) for g in system.groups)
         self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer) if measured else None
         self.hierarchy: Hierarchy = bisect(system)
+        self.networks = split_networks(system, [s for level in self.hierarchy.splits for s in level])
         if mode == "comm_only" and self.hierarchy.ratios:
             raise OptmapError("accpar mode = \"comm_only\" follows the reference program, which assumes one accelerator kind")
         self.bytes = workload.bytes_per_element
