@@ -26,7 +26,7 @@ model = "vgg11"
 batch = 32
 dtype = "bf16"
 [system]
-topology = "ring"
+topology = "fully-connected"  # accpar prices non-blocking networks only
 latency_us = 0.0
 [[system.groups]]
 accelerator = "tpu-v3"
@@ -149,7 +149,7 @@ def test_show(small: Path):
     assert proc.returncode == 0, proc.stderr
     assert "workload vgg11: batch 32" in proc.stdout
     assert "features.0" in proc.stdout  # a layer row
-    assert "system: ring, 4 accelerators" in proc.stdout
+    assert "system: fully-connected, 4 accelerators" in proc.stdout
     assert "design space" in proc.stdout
 
 

@@ -55,7 +55,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
     return lines[0]
 
 
-def write_problem(tmp_path: Path, topology: str = "ring", cost: str = "accpar") -> Path:
+def write_problem(tmp_path: Path, topology: str = "fully-connected", cost: str = "accpar") -> Path:
     path = tmp_path / "problem.toml"
     path.write_text(PROBLEM.format(topology=topology, cost=cost))
     return path

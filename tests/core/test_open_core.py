@@ -79,13 +79,13 @@ def test_phases_and_dtypes_are_open():
 
 SYSTEM_PROBLEM = {
     "workload": {"model": "lenet", "batch": 8, "dtype": "bf16"},
-    "system": {"topology": "ring", "groups": [{"accelerator": "tpu-v3", "count": 2}]},
+    "system": {"topology": "fully-connected", "groups": [{"accelerator": "tpu-v3", "count": 2}]},
     "cost": {"model": "accpar"},
 }
 
 
 def test_group_keys_override_the_preset_datasheet():
-    spec = {**SYSTEM_PROBLEM, "system": {"topology": "ring", "groups": [
+    spec = {**SYSTEM_PROBLEM, "system": {"topology": "fully-connected", "groups": [
         {"accelerator": "tpu-v3", "count": 2, "memory_gib": 1, "network_gbps": 32}]}}
     accelerator = make_problem(spec).system.devices[0]
     assert accelerator.memory_bytes == 2**30 and accelerator.network_bandwidth == 4e9  # 32 Gb/s = 4e9 B/s
@@ -97,7 +97,7 @@ def test_accelerators_defined_in_the_problem_file(tmp_path):
                                        'network_gbps = 100\n[attrs]\nlab = "ours"\n')
     spec = {**SYSTEM_PROBLEM,
             "accelerators": {"labgpu": {"file": "lab.toml"}, "big-v3": {"base": "tpu-v3", "memory_gib": 256}},
-            "system": {"topology": "ring", "groups": [{"accelerator": "labgpu", "count": 1},
+            "system": {"topology": "fully-connected", "groups": [{"accelerator": "labgpu", "count": 1},
                                                       {"accelerator": "big-v3", "count": 1}]}}
     system = make_problem(spec, tmp_path / "p.toml").system
     lab, big = system.devices
@@ -119,7 +119,7 @@ def test_an_accelerator_factory_takes_the_group_keys(monkeypatch):
     host = load_host()
     monkeypatch.setitem(host.registries["accelerator"], "toy-fpga",
                         host.registries["accelerator"]["tpu-v3"].__class__("accelerator", "toy-fpga", "t", "", fpga))
-    spec = {**SYSTEM_PROBLEM, "system": {"topology": "chain", "groups": [
+    spec = {**SYSTEM_PROBLEM, "system": {"topology": "fully-connected", "groups": [
         {"accelerator": "toy-fpga", "count": 2, "dsp": 1000}]}}
     device = make_problem(spec).system.devices[0]
     assert device.attrs["dsp"] == 1000 and device.flops_per_s("fp32") == 4e11  # 1000 * 2 * 2e8

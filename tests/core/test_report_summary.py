@@ -39,7 +39,7 @@ def test_run_summarises_and_layers_all_prints_every_row(tmp_path, capsys):
         lines += [f"fc{i} FC", f"in_ch {64 + 8 * (i % 3)}", f"out_ch {64 + 8 * ((i + 1) % 3)}"]
     (tmp_path / "chain.txt").write_text("\n".join(lines) + "\n")
     problem = tmp_path / "chain.toml"
-    problem.write_text('[workload]\nfile = "chain.txt"\nbatch = 64\n[system]\ntopology = "ring"\n'
+    problem.write_text('[workload]\nfile = "chain.txt"\nbatch = 64\n[system]\ntopology = "fully-connected"\n'
                        '[[system.groups]]\naccelerator = "tpu-v3"\ncount = 4\n[cost]\nmodel = "accpar"\n'
                        '[search]\nengine = "dp"\n')
     out = tmp_path / "result.json"

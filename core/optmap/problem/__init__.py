@@ -115,12 +115,12 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     what = f"{where}: [cost] model '{cost_entry.name}'"
     cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",))
     check_returned(what, cost_entry, cost_model, cost_model_missing)
-    check_priced(where, system, cost_model, cost_entry.name)
     names, senses = goals.objectives(where, tables["objective"], cost_model, cost_entry.name)
     upper, lower = goals.constraints(where, tables["constraints"], tuple(cost_model.metrics), cost_entry.name)
     fixed = goals.fixes(where, tables["fix"], cost_model)
     search = search_defaults(where, tables["search"], host, cost_model)
     _engine_fits(where, search.engine, host, cost_model, cost_entry.name)
+    check_priced(where, system, cost_model, cost_entry.name)  # last: the file's own defects come first
     return Problem(name=name, path=path, spec=spec, workload=workload, system=system, cost_model=cost_model,
                    objectives=names, constraints=upper, search=search, host=host, senses=senses,
                    lower_bounds=lower, fixed=fixed, cost_name=cost_entry.name)

@@ -171,7 +171,7 @@ def test_text_workload_through_a_problem_file(tmp_path):
     net = tmp_path / "net.txt"
     net.write_text("num_layers 2\nfc1 FC\nin_ch 8\nout_ch 4\nfc2 FC\nin_ch 4\nout_ch 2\n")
     (tmp_path / "p.toml").write_text(
-        '[workload]\nfile = "net.txt"\nbatch = 16\n[system]\ntopology = "ring"\n'
+        '[workload]\nfile = "net.txt"\nbatch = 16\n[system]\ntopology = "fully-connected"\n'
         '[[system.groups]]\naccelerator = "tpu-v3"\ncount = 4\n[cost]\nmodel = "accpar"\n'
     )
     from optmap.problem import load

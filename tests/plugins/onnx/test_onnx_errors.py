@@ -21,7 +21,7 @@ file = "{file}"
 batch = 8
 dtype = "bf16"
 [system]
-topology = "ring"
+topology = "fully-connected"
 [[system.groups]]
 accelerator = "tpu-v3"
 count = 4
