@@ -30,6 +30,7 @@ Constants (per direction, per GPU), each a named option in Gb/s or µs:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -38,6 +39,7 @@ import numpy as np
 from optmap.bounds import Gbps, Microseconds
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
+from optmap.system.graph import GraphRecipe
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 GPUS_PER_NODE = 8  # both DGX generations (datasheets)
@@ -55,6 +57,17 @@ def _check_count(topology: str, groups: Sequence[GroupSpec]) -> None:
         raise OptmapError(f"topology '{topology}': list the GPUs as one [[system.groups]] entry")
 
 
+def _cluster_graph(devices, n: int, intra: Link, inter: Link):
+    """The two-level graph: a switch per node (NVSwitch) and one InfiniBand fabric."""
+    g = device_graph(devices)
+    # spokes carry half the step latency each, so a GPU-to-GPU route has the level's latency
+    g.add_edges_from((d, f"nvswitch{d // GPUS_PER_NODE}", {"bandwidth": intra.bandwidth, "latency": intra.latency / 2})
+                     for d in range(n))
+    if n > GPUS_PER_NODE:
+        g.add_edges_from((d, "ib", {"bandwidth": inter.bandwidth, "latency": inter.latency / 2}) for d in range(n))
+    return g
+
+
 def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps: float,
              nvlink_latency_us: float, ib_latency_us: float) -> System:
     _check_count(topology, groups)
@@ -62,17 +75,15 @@ def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps
     n = len(devices)
     intra = Link(gbps_to_bytes_per_s(nvlink_gbps), us_to_s(nvlink_latency_us))
     inter = Link(gbps_to_bytes_per_s(ib_gbps), us_to_s(ib_latency_us))
-    g = device_graph(devices)
     nodes = math.ceil(n / GPUS_PER_NODE)
-    # spokes carry half the step latency each, so a GPU-to-GPU route has the level's latency
-    g.add_edges_from((d, f"nvswitch{d // GPUS_PER_NODE}", {"bandwidth": intra.bandwidth, "latency": intra.latency / 2})
-                     for d in range(n))
-    if nodes > 1:
-        g.add_edges_from((d, "ib", {"bandwidth": inter.bandwidth, "latency": inter.latency / 2}) for d in range(n))
+    switches = nodes + (1 if nodes > 1 else 0)
+    # built when routing first asks for it: the megatron-3d model prices the two levels from params
+    graph = GraphRecipe(functools.partial(_cluster_graph, devices, n, intra, inter), n + switches,
+                        n * (2 if nodes > 1 else 1))
     params = {"gpus_per_node": GPUS_PER_NODE, "nodes": nodes,
               "intra_bandwidth": intra.bandwidth, "intra_latency": intra.latency,
               "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency}
-    return System(devices=devices, groups=grps, graph=g, topology=topology, params=params)
+    return System(devices=devices, groups=grps, graph=graph, topology=topology, params=params)
 
 
 def dgx_a100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 2400.0, ib_gbps: Gbps = 200.0,
