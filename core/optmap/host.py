@@ -14,6 +14,7 @@ Failures are named, never a bare traceback:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import os
@@ -80,10 +81,12 @@ class Host:
                 for name, reason in self.failures.items()]
 
 
+@functools.cache  # entry points of one package share its Distribution; parsing METADATA costs ~3 ms
 def _package_of(dist: importlib.metadata.Distribution | None) -> str:
     if dist is None:
         return "(command line)"
-    return f"{dist.metadata['Name']} {dist.version}"
+    metadata = dist.metadata
+    return f"{metadata['Name']} {metadata['Version']}"
 
 
 def _register(manager: pluggy.PluginManager, module: Any, name: str, label: str) -> None:

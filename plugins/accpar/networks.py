@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import networkx as nx
 from optmap.bounds import Batch, Dimension
 from optmap.errors import OptmapError
 from optmap.workload import Layer, Workload, WorkloadBuilder
@@ -66,13 +65,14 @@ def accpar_text(*, file: str, batch: Batch, dtype: str = "bf16", phase: str = "t
         return int(value)
 
     count = expect("num_layers")
-    graph = nx.DiGraph()
+    layers: dict[str, Layer] = {}
+    producers: dict[str, tuple[str, ...]] = {}
     previous = None
     for _ in range(count):
         line, name, kind = next(rows, (None, None, None))
         if kind not in ("CONV", "FC"):
             raise OptmapError(f"{path}:{line or 'end'}: expected '<name> CONV|FC', got {name!r} {kind!r}")
-        if name in graph:
+        if name in layers:
             raise OptmapError(f"{path}:{line}: duplicate layer name '{name}'")
         if kind == "CONV":
             v = dict(zip(CONV_KEYS, map(expect, CONV_KEYS)))
@@ -83,9 +83,8 @@ def accpar_text(*, file: str, batch: Batch, dtype: str = "bf16", phase: str = "t
             v = dict(zip(FC_KEYS, map(expect, FC_KEYS)))
             layer = Layer(name, "linear", ((v["in_ch"],),), (v["out_ch"],))
         if previous is None:
-            graph.add_node("input", layer=Layer("input", "input", (), layer.in_shapes[0]))
+            layers["input"] = Layer("input", "input", (), layer.in_shapes[0])
             previous = "input"
-        graph.add_node(name, layer=layer)
-        graph.add_edge(previous, name, index=0)
+        layers[name], producers[name] = layer, (previous,)
         previous = name
-    return Workload(path.stem, graph, batch, dtype, phase)
+    return Workload(path.stem, layers, producers, batch, dtype, phase)

@@ -197,4 +197,62 @@ def test_workload_validates_graph():
     g = w.graph.copy()
     g.add_edge("fc", "stem", index=1)
     with pytest.raises(OptmapError, match="cycle"):
-        Workload("bad", g, batch=1)
+        Workload.from_graph("bad", g, batch=1)
+
+
+def test_order_and_graph_view_match_networkx_on_random_dags():
+    """The dictionary IR's topological order is networkx's lexicographical sort by insertion
+    rank, and its lazily built DiGraph holds exactly the layers and the indexed edges."""
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(7)
+    for trial in range(30):
+        layers, producers = {"input": Layer("input", "input", (), (4,))}, {}
+        names = ["input"]
+        for i in range(rng.randint(1, 25)):
+            inputs = tuple(rng.sample(names, min(len(names), rng.randint(1, 2))))
+            name = f"n{i}"
+            op = "add" if len(inputs) == 2 else "dropout"
+            layers[name] = Layer(name, op, tuple((4,) for _ in inputs), (4,))
+            producers[name] = inputs
+            names.append(name)
+        order = list(layers)
+        rng.shuffle(order)  # insertion order need not be topological
+        w = Workload(f"random{trial}", {n: layers[n] for n in order}, producers, batch=2)
+        reference = nx.DiGraph()
+        reference.add_nodes_from(order)
+        reference.add_edges_from((u, v) for v, inputs in producers.items() for u in inputs)
+        rank = {n: i for i, n in enumerate(order)}
+        assert w.order == tuple(nx.lexicographical_topological_sort(reference, key=rank.__getitem__))
+        assert list(w.graph.nodes) == order and set(w.graph.edges) == set(reference.edges)
+        for v, inputs in producers.items():
+            assert [w.graph.edges[u, v]["index"] for u in inputs] == list(range(len(inputs)))
+            assert w.inputs_of(v) == inputs
+        again = Workload.from_graph(w.name, w.graph, batch=2)
+        assert again.order == w.order and dict(again.producers) == dict(producers)
+
+
+def test_workload_refuses_unknown_producers():
+    layers = {"input": Layer("input", "input", (), (4,)), "a": Layer("a", "dropout", ((4,),), (4,))}
+    with pytest.raises(OptmapError, match="unknown layer 'ghost'"):
+        Workload("bad", layers, {"a": ("ghost",)}, batch=1)
+
+
+def test_transformer_planning_never_imports_networkx():
+    """A formulation that only walks the layers (the LLM planner) does not pay networkx's import."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    problem = Path(__file__).resolve().parents[2] / "problems" / "llm" / "megatron-22b.toml"
+    code = (
+        "import sys, optmap\n"
+        f"result = optmap.solve(optmap.load({str(problem)!r}))\n"
+        "assert result.best is not None\n"
+        "print('networkx' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -5,11 +5,13 @@
 - :mod:`~optmap.workload.general_ops`: the general kinds every importer and sequence model shares
   (element-wise, binary, reduce, norm, embedding, attention, transposed convolution, data movement);
 - :mod:`~optmap.workload.layer`: `Layer`, dtypes and phases (both open);
-- :mod:`~optmap.workload.graph`: `Workload`;
+- :mod:`~optmap.workload.graph`: `Workload` (its networkx view built on first use);
 - :mod:`~optmap.workload.builder`: `WorkloadBuilder`, shape inference;
 - :mod:`~optmap.workload.views`: the series-parallel block view for layer-wise DPs.
 """
 
+from optmap.workload.builder import WorkloadBuilder
+from optmap.workload.graph import Workload
 from optmap.workload.layer import (
     DTYPE_BYTES,
     PHASE_PASSES,
@@ -27,18 +29,7 @@ from optmap.workload.ops import (
     op_names,
     register_op,
 )
-
-# imported on first use: they need networkx, which is slow to import (`optmap plugins` needs none)
-_LAZY = {"WorkloadBuilder": "builder", "Workload": "graph", "BlockItem": "views", "Node": "views",
-         "Parallel": "views", "series_parallel_view": "views"}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"optmap.workload.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'optmap.workload' has no attribute {name!r}")
+from optmap.workload.views import BlockItem, Node, Parallel, series_parallel_view
 
 __all__ = [
     "ACTIVATIONS", "BlockItem", "DTYPE_BYTES", "Layer", "LayerFlops", "Node", "OpKind", "PHASE_PASSES",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import networkx as nx
-
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload.graph import Workload
 from optmap.workload.layer import Layer, Shape
@@ -35,7 +33,8 @@ class WorkloadBuilder:
 
     def __init__(self, name: str, input_shape: Shape, input_name: str = "input") -> None:
         self.name = name
-        self._graph = nx.DiGraph()
+        self._layers: dict[str, Layer] = {}
+        self._producers: dict[str, tuple[str, ...]] = {}
         self._counts: dict[str, int] = {}
         self.input(tuple(input_shape), input_name)
 
@@ -48,24 +47,24 @@ class WorkloadBuilder:
 
     def shape(self, x: str) -> Shape:
         """Output shape (per sample) of layer ``x``."""
-        if x not in self._graph:
-            raise OptmapError(f"workload '{self.name}': no layer '{x}'{did_you_mean(str(x), self._graph.nodes)}")
-        return self._graph.nodes[x]["layer"].out_shape
+        if x not in self._layers:
+            raise OptmapError(f"workload '{self.name}': no layer '{x}'{did_you_mean(str(x), self._layers)}")
+        return self._layers[x].out_shape
 
     def _name(self, name: str | None, stem: str) -> str:
         if name is None:
             self._counts[stem] = self._counts.get(stem, 0) + 1
             name = f"{stem}_{self._counts[stem]}"
-        if name in self._graph:
+        if name in self._layers:
             raise OptmapError(f"workload '{self.name}': layer name '{name}' is used twice")
         return name
 
     def _add(self, layer: Layer, inputs: tuple[str, ...]) -> str:
         if len(set(inputs)) != len(inputs):
             raise OptmapError(f"layer '{layer.name}': the same tensor is passed twice; insert a layer between")
-        self._graph.add_node(layer.name, layer=layer)
-        for i, x in enumerate(inputs):
-            self._graph.add_edge(x, layer.name, index=i)
+        self._layers[layer.name] = layer
+        if inputs:
+            self._producers[layer.name] = tuple(inputs)
         return layer.name
 
     def _unary(self, op: str, x: str, out: Shape, name: str | None, stem: str | None = None, **attrs) -> str:
@@ -213,5 +212,5 @@ class WorkloadBuilder:
         return self._add(Layer(name, "concat", tuple(shapes), out, {"axis": axis}), xs)
 
     def build(self, batch: int, dtype: str = "fp32", phase: str = "training") -> Workload:
-        """The finished Workload (a copy of the graph built so far)."""
-        return Workload(self.name, self._graph.copy(), batch, dtype, phase)
+        """The finished Workload (a copy of the layers built so far)."""
+        return Workload(self.name, dict(self._layers), dict(self._producers), batch, dtype, phase)

@@ -1,29 +1,40 @@
-"""`Workload`: a DAG of layers plus batch size, dtype and phase."""
+"""`Workload`: a DAG of layers plus batch size, dtype and phase.
+
+The layers and their producers are plain dictionaries; the networkx view (:attr:`Workload.graph`)
+is built on first use, so a formulation that reads the layers in order never pays networkx's
+import (0.16–0.2 s, most of a small problem's run; issues 14 and 16).
+"""
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload.layer import PASSES, PHASE_PASSES, Layer, check_phase, dtype_bytes
 from optmap.workload.ops import LayerFlops
 from optmap.workload.views import BlockItem, Node, series_parallel_view
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 @dataclass(frozen=True, eq=False)
 class Workload:
     """A DNN workload: a DAG of layers plus batch size, dtype and phase.
 
-    ``graph`` nodes are layer names with node attribute ``"layer"`` (a :class:`Layer`); edges go
-    producer -> consumer with attribute ``"index"`` = the consumer's input position.
+    ``layers_by_name`` maps each layer's name to its :class:`Layer` (insertion order);
+    ``producers`` maps a layer's name to the layers feeding its inputs, by input position (layers
+    without inputs may be left out). :meth:`from_graph` takes a networkx graph instead.
     """
 
     name: str
-    graph: nx.DiGraph
+    layers_by_name: Mapping[str, Layer]
+    producers: Mapping[str, tuple[str, ...]]
     batch: int
     dtype: str = "fp32"
     phase: str = "training"
@@ -33,29 +44,71 @@ class Workload:
             raise OptmapError(f"workload '{self.name}': batch must be a positive integer, got {self.batch!r}")
         dtype_bytes(self.dtype)
         check_phase(self.phase, f"workload '{self.name}'")
-        if not nx.is_directed_acyclic_graph(self.graph):
-            raise OptmapError(f"workload '{self.name}': the layer graph has a cycle")
-        for n, data in self.graph.nodes(data=True):
-            if not isinstance(data.get("layer"), Layer) or data["layer"].name != n:
+        for n, layer in self.layers_by_name.items():
+            if not isinstance(layer, Layer) or layer.name != n:
                 raise OptmapError(f"workload '{self.name}': node '{n}' lacks a Layer named '{n}'")
+        for v, inputs in self.producers.items():
+            for u in (v, *inputs):
+                if u not in self.layers_by_name:
+                    raise OptmapError(f"workload '{self.name}': edge into '{v}' names an unknown layer '{u}'")
+        self.order  # noqa: B018 -- sorts the layers once, which also rejects a cycle
+
+    @classmethod
+    def from_graph(cls, name: str, graph: nx.DiGraph, batch: int, dtype: str = "fp32",
+                   phase: str = "training") -> Workload:
+        """A workload from a networkx graph: node attribute ``"layer"`` (a :class:`Layer`), edges
+        producer -> consumer with attribute ``"index"`` = the consumer's input position."""
+        layers = {n: data.get("layer") for n, data in graph.nodes(data=True)}
+        producers = {v: tuple(u for u, _, _ in sorted(graph.in_edges(v, data="index"), key=lambda e: e[2]))
+                     for v in graph.nodes if graph.in_degree(v)}
+        return cls(name, layers, producers, batch, dtype, phase)
+
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The layers as a networkx DiGraph (built on first use): nodes are layer names with
+        attribute ``"layer"``; edges go producer -> consumer with attribute ``"index"``."""
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        graph.add_nodes_from((n, {"layer": layer}) for n, layer in self.layers_by_name.items())
+        graph.add_edges_from((u, v, {"index": i}) for v in self.layers_by_name
+                             for i, u in enumerate(self.producers.get(v, ())))
+        return graph
 
     # --- layers -------------------------------------------------------------------------------
     @cached_property
     def order(self) -> tuple[str, ...]:
         """Layer names in a deterministic topological order (insertion order where free)."""
-        rank = {n: i for i, n in enumerate(self.graph.nodes)}
-        return tuple(nx.lexicographical_topological_sort(self.graph, key=rank.__getitem__))
+        rank = {n: i for i, n in enumerate(self.layers_by_name)}
+        waiting = {n: len(self.producers.get(n, ())) for n in rank}
+        consumers: dict[str, list[str]] = {n: [] for n in rank}
+        for v, inputs in self.producers.items():
+            for u in inputs:
+                consumers[u].append(v)
+        ready = [rank[n] for n, count in waiting.items() if count == 0]
+        heapq.heapify(ready)  # Kahn's algorithm, the lowest insertion rank first (as networkx's lexicographical sort)
+        names, order = list(rank), []
+        while ready:
+            n = names[heapq.heappop(ready)]
+            order.append(n)
+            for v in consumers[n]:
+                waiting[v] -= 1
+                if waiting[v] == 0:
+                    heapq.heappush(ready, rank[v])
+        if len(order) != len(names):
+            raise OptmapError(f"workload '{self.name}': the layer graph has a cycle")
+        return tuple(order)
 
     def layers(self) -> tuple[Layer, ...]:
         """All layers in a deterministic topological order (insertion order where free)."""
-        return tuple(self.graph.nodes[n]["layer"] for n in self.order)
+        return tuple(self.layers_by_name[n] for n in self.order)
 
     def layer(self, name: str) -> Layer:
         """The layer called ``name``."""
-        if name not in self.graph:
-            hint = did_you_mean(str(name), self.graph.nodes)
+        if name not in self.layers_by_name:
+            hint = did_you_mean(str(name), self.layers_by_name)
             raise OptmapError(f"workload '{self.name}' has no layer '{name}'{hint}")
-        return self.graph.nodes[name]["layer"]
+        return self.layers_by_name[name]
 
     def weighted_layers(self) -> tuple[Layer, ...]:
         """The weighted layers (conv2d, linear, matmul) in topological order."""
@@ -64,8 +117,7 @@ class Workload:
     def inputs_of(self, name: str) -> tuple[str, ...]:
         """Producers of ``name``'s inputs, ordered by input position."""
         self.layer(name)
-        preds = self.graph.in_edges(name, data="index")
-        return tuple(u for u, _, i in sorted(preds, key=lambda e: e[2]))
+        return tuple(self.producers.get(name, ()))
 
     def input_elements_of(self, name: str, index: int = 0) -> int:
         """Per-sample elements that ``name`` receives at input ``index`` (after any collapsed pool/flatten)."""

@@ -39,7 +39,7 @@ def series_parallel_view(workload) -> tuple[BlockItem, ...]:
     merge's input position. Nested forks, multi-input layers inside a path and paths that merge
     at different nodes are not series-parallel in this sense and raise OptmapError.
     """
-    layers = {n: workload.graph.nodes[n]["layer"] for n in workload.order}
+    layers = {n: workload.layer(n) for n in workload.order}
     kept = [n for n in workload.order if layers[n].weighted or layers[n].kind.merge]
 
     def fail(detail: str) -> OptmapError:
