@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search import SearchResult
@@ -23,6 +24,12 @@ def fmt(value: Any) -> str:
     if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
         return f"{value:.4g}"
     return f"{value:,.4g}"
+
+
+def cell(value: Any) -> Text:
+    """A table cell of data, never read as rich markup (a key such as ``k_fwd[enc0.ffn]`` keeps
+    its brackets)."""
+    return Text(fmt(value))
 
 
 def _label(result: SearchResult, name: str) -> str:
@@ -47,18 +54,18 @@ def result_table(result: SearchResult) -> Table:
     table.add_column(overflow="fold")
     table.add_column(overflow="fold")
     for name, value in result.values.items():
-        table.add_row(f"[bold]{_label(result, name)}[/bold]", fmt(value))
+        table.add_row(Text(_label(result, name), style="bold"), cell(value))
     if result.report is not None:
         for name, value in result.report.metrics.items():
             if name not in result.values:
-                table.add_row(_label(result, name), fmt(value))
+                table.add_row(cell(_label(result, name)), cell(value))
         for name, value in _plan_rows(result.report.plan):
-            table.add_row(name, fmt(value))
+            table.add_row(cell(name), cell(value))
     table.add_row("evaluations", fmt(result.evaluations))
     table.add_row("seconds", fmt(result.seconds))
     for name, value in result.extra.items():
         if isinstance(value, (int, float, str, bool)):
-            table.add_row(name, fmt(value))
+            table.add_row(cell(name), cell(value))
     return table
 
 
@@ -93,8 +100,8 @@ def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | 
     for i in shown:
         row = layers[i]
         decisions = [str(row.decisions.get(k, "")) for k in decision_keys]
-        table.add_row(row.name, *([" ".join(decisions)] if joined else decisions), fmt(row.compute),
-                      fmt(row.communication))
+        table.add_row(cell(row.name), *map(cell, [" ".join(decisions)] if joined else decisions),
+                      cell(row.compute), cell(row.communication))
     if len(shown) < len(layers):
         table.caption = (f"the {len(shown)} most expensive of {len(layers):,} layers (compute + communication); "
                          f"--layers all prints every layer, the JSON result holds them all")
@@ -115,7 +122,7 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
     for key in rows[0]:  # fold rather than cut: a number must never read "1.…"
         table.add_column(key, justify="left" if isinstance(rows[0][key], str) else "right", overflow="fold")
     for row in rows:
-        table.add_row(*(fmt(value) for value in row.values()))
+        table.add_row(*(cell(value) for value in row.values()))
     return table
 
 
@@ -138,5 +145,5 @@ def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
     table = Table(title="plan", show_header=False)
     for key, value in nested.items():
         text = json.dumps(value, default=str)
-        table.add_row(str(key), text if len(text) <= width else text[: width - 3] + "...")
+        table.add_row(cell(str(key)), cell(text if len(text) <= width else text[: width - 3] + "..."))
     return table

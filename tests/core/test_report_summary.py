@@ -4,7 +4,7 @@ import json
 
 from optmap.cli import main
 from optmap.cost import CostReport, LayerCost
-from optmap.report import LAYER_ROWS, layer_table
+from optmap.report import LAYER_ROWS, layer_table, result_table
 from optmap.search import SearchResult
 
 
@@ -19,7 +19,7 @@ def test_a_long_table_shows_its_most_expensive_layers_in_order():
     # layer i costs i + 0.5 s: the 40 most expensive of 50 are layers 10..49, shown in network order
     table = layer_table(_result(50))
     assert LAYER_ROWS == 40 and table.row_count == 40
-    assert table.columns[0]._cells == [f"layer{i}" for i in range(10, 50)]
+    assert [str(c) for c in table.columns[0]._cells] == [f"layer{i}" for i in range(10, 50)]
     assert "the 40 most expensive of 50 layers" in table.caption and "--layers all" in table.caption
     whole = layer_table(_result(50), rows=None)
     assert whole.row_count == 50 and whole.caption is None
@@ -29,7 +29,7 @@ def test_a_long_table_shows_its_most_expensive_layers_in_order():
 def test_many_decision_columns_are_joined():
     table = layer_table(_result(3, levels=30))
     assert [c.header for c in table.columns] == ["layer", "L0 … L29", "compute s", "comm s"]
-    assert table.columns[1]._cells[0] == " ".join(["I"] * 30)
+    assert str(table.columns[1]._cells[0]) == " ".join(["I"] * 30)
     assert len(layer_table(_result(3, levels=12)).columns) == 12 + 3  # up to 12: one column each
 
 
@@ -51,3 +51,18 @@ def test_run_summarises_and_layers_all_prints_every_row(tmp_path, capsys):
     assert main(["run", str(problem), "--json", str(out), "--layers", "all"]) == 0
     printed = capsys.readouterr().out
     assert sum(f"│ fc{i} " in printed for i in range(60)) == 60 and "most expensive" not in printed
+
+
+def test_bracketed_names_are_printed_not_read_as_markup():
+    """Plan keys such as AccTFM's ``k_fwd[enc0.ffn]`` and layer names with brackets keep them
+    (rich would otherwise read ``[enc0.ffn]`` as a style tag and drop it)."""
+    from rich.console import Console
+
+    rows = (LayerCost("blocks[0].attn", compute=1.0, communication=0.0, decisions={"L0": "[I]"}),)
+    report = CostReport(metrics={"time": 1.0}, layers=rows, plan={"k_fwd": {"enc0.ffn": 2}})
+    result = SearchResult("test", 0, ("time",), None, {"time": 1.0}, report, [], [], 1, 0.0, "complete")
+    console = Console(width=200, record=True)
+    console.print(result_table(result))
+    console.print(layer_table(result))
+    text = console.export_text()
+    assert "k_fwd[enc0.ffn]" in text and "blocks[0].attn" in text and "[I]" in text

@@ -18,9 +18,10 @@ def add_parser(commands) -> dict:
 
 def plugins(args) -> int:
     from rich.table import Table
+    from rich.text import Text
 
     from optmap.host import KINDS
-    from optmap.report import console
+    from optmap.report import cell, console
 
     host = load_plugins(args)
     table = Table(title="optmap plugins")
@@ -29,9 +30,10 @@ def plugins(args) -> int:
     for kind in KINDS:
         for name in host.names(kind):
             entry = host.registries[kind][name]
-            table.add_row(kind.replace("_", " "), name, entry.plugin, host.plugins.get(entry.plugin, ""), entry.summary)
+            table.add_row(kind.replace("_", " "), name, entry.plugin, host.plugins.get(entry.plugin, ""),
+                          cell(entry.summary))
     for name, reason in host.failures.items():
-        table.add_row("[red]failed[/red]", name, name, host.plugins.get(name, ""), reason)
+        table.add_row(Text("failed", style="red"), name, name, host.plugins.get(name, ""), cell(reason))
     console().print(table)
     return 0
 
