@@ -212,7 +212,9 @@ def compare(
                     on_run(run)
     found = [run.values[objective] for run in runs if run.values]
     if not found:
-        raise OptmapError("no engine found a feasible mapping; relax [constraints] or raise the budget")
+        errors = [f"{run.engine} (seed {run.seed}): {run.extra['error']}" for run in runs if run.extra.get("error")]
+        raise OptmapError(f"no run produced a result: {errors[0]}" if errors else
+                          "no engine found a feasible mapping; relax [constraints] or raise the budget")
     best = min if sign > 0 else max
     if exact_values and sign * best(exact_values) <= sign * best(found):
         best_known, source = best(exact_values), "exact optimum"

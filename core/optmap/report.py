@@ -87,7 +87,7 @@ def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | 
     layers = result.report.layers
     shown = range(len(layers))
     if rows is not None and len(layers) > rows:
-        cost = [row.compute + row.communication for row in layers]
+        cost = [math.fsum(v for v in (row.compute, row.communication) if v == v) for row in layers]  # NaN: not reported
         shown = sorted(sorted(shown, key=lambda i: -cost[i])[:rows])
     decision_keys = list(dict.fromkeys(key for row in layers for key in row.decisions))
     joined = len(decision_keys) > DECISION_COLUMNS
@@ -131,7 +131,7 @@ def console(stderr: bool = False) -> Console:
     import sys
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else 220)
+    return Console(stderr=stderr, highlight=False, markup=False, width=None if stream.isatty() else 220)
 
 
 def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:

@@ -47,8 +47,12 @@ def result_from_json(data: dict[str, Any]):
     if data.get("report"):
         raw = data["report"]
         fixed = ("name", "compute_s", "communication_s", "memory_bytes")
-        layers = tuple(LayerCost(row["name"], row.get("compute_s", 0.0), row.get("communication_s", 0.0),
-                                 row.get("memory_bytes", 0.0), {k: v for k, v in row.items() if k not in fixed})
+        def number(row, key):  # strict JSON writes NaN (a value a model does not report) as null
+            value = row.get(key, 0.0)
+            return float("nan") if value is None else value
+
+        layers = tuple(LayerCost(row["name"], number(row, "compute_s"), number(row, "communication_s"),
+                                 number(row, "memory_bytes"), {k: v for k, v in row.items() if k not in fixed})
                        for row in raw.get("layers", []))
         report = CostReport(raw.get("metrics", {}), raw.get("feasible", True), raw.get("reason", ""), layers,
                             raw.get("plan", {}), raw.get("tables", {}))

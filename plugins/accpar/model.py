@@ -274,8 +274,9 @@ class AccParCostModel(LevelCosts, CostModel):
         layers = tuple(
             LayerCost(
                 name=name,
-                compute=float(compute[i]),
-                communication=float(result["node_time"][0, i] + incoming[i]),
+                compute=float("nan") if self.mode == "comm_only" else float(compute[i]),
+                # comm_only counts elements, not seconds: no per-layer time to report (levels hold the elements)
+                communication=float("nan") if self.mode == "comm_only" else float(result["node_time"][0, i] + incoming[i]),
                 decisions={f"L{h}": names[g.role[i]][states[h, i]] for h in range(len(states))},
             )
             for i, name in enumerate(g.names)

@@ -104,7 +104,8 @@ def test_failed_runs_are_counted_and_the_comparison_goes_on():
     assert random_row["failed"] == 1 and random_row["runs"] == 0 and math.isnan(random_row["best_mean"])
     assert row(table, "exhaustive")["best_mean"] == 2.0
     assert table.runs[0].extra["error"].startswith("engine 'random' found no feasible mapping")
-    with pytest.raises(OptmapError, match="no engine found a feasible mapping"):
+    with pytest.raises(OptmapError, match=r"no run produced a result: random \(seed 0\): engine 'random' found no "
+                                          r"feasible mapping"):
         compare(bowl(narrow=True, evaluations=5), ["random"])
 
 

@@ -245,7 +245,7 @@ def run(args) -> int:
         raise OptmapError(f"calibrate: --repeats must be >= 1, got {args.repeats}")
     if args.threads < 1:
         raise OptmapError(f"calibrate: --threads must be >= 1, got {args.threads}")
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, markup=False)
     if args.refit:
         measurements = read_measurements(args.refit)
     else:

@@ -81,3 +81,18 @@ def engine_options(problem, engine: str, args) -> dict:
     return given
 
 
+
+
+def output_path(value: str | None, option: str, stdout: bool = False) -> Path | None:
+    """The file an output option names, checked before any work: not empty, not a folder
+    (``-`` is standard output where ``stdout`` allows it)."""
+    if value is None:
+        return None
+    if stdout and value == "-":
+        return Path("-")
+    if not value.strip():
+        raise OptmapError(f"{option} '': give a file name" + (" (or - for standard output)" if stdout else ""))
+    path = Path(value)
+    if value.endswith(("/", "\\")) or path.is_dir():
+        raise OptmapError(f"{option} {value}: is a folder; give a file name, e.g. {path / ('out' + (path.suffix or '.json'))}")
+    return path

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import sys
 
 from optmap.commands.common import (
     add_parallel_arguments,
     add_problem_arguments,
     load_problem,
+    output_path,
 )
 from optmap.commands.progress import Progress
 from optmap.errors import OptmapError
@@ -20,8 +21,9 @@ def add_parser(commands) -> dict:
     parser.add_argument("--seeds", default=None, metavar="0,1,2", help="comma-separated seeds")
     parser.add_argument("--baseline", metavar="ENGINE", help="engine whose value speedups are relative to "
                         "(default: the first engine)")
-    parser.add_argument("--json", metavar="OUT", help="write the table and every run as JSON")
-    parser.add_argument("--csv", metavar="OUT", help="write the table as CSV")
+    parser.add_argument("--json", metavar="OUT", help="write the table and every run as JSON (- for standard output)")
+    parser.add_argument("--csv", metavar="OUT", help="write the table as CSV, and every run's history beside it "
+                        "(- for the table on standard output)")
     parser.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
     parser.add_argument("--layers", action="store_true",
                         help="also print each engine's per-layer decisions (first seed)")
@@ -48,31 +50,43 @@ def compare(args) -> int:
     engines = _names("--search", args.search, "engines, e.g. dp,owt,accpar")
     seeds = [int(s) for s in _names("--seeds", args.seeds, "whole numbers >= 0, e.g. 0,1,2", digits=True)] \
         if args.seeds is not None else None
+    json_out, csv_out = output_path(args.json, "--json", stdout=True), output_path(args.csv, "--csv", stdout=True)
+    plot_out = output_path(args.plot, "--plot")
+    to_stdout = "-" in (args.json, args.csv)
+    if args.json == args.csv == "-":
+        raise OptmapError("--json - and --csv -: only one of them can use standard output")
     problem = load_problem(args)
     seeds = seeds if seeds is not None else [problem.search.seed]
-    if args.plot:
+    if plot_out:
         import importlib.util
 
         if importlib.util.find_spec("matplotlib") is None:
             raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'")
     progress = Progress("compare")
-    terminal = console()
+    terminal = console(stderr=to_stdout)  # standard output holds the JSON or CSV alone
     table = run_comparison(problem, engines, seeds, baseline=args.baseline or engines[0], progress=progress,
                     on_start=lambda name, seed: progress.restart(f"{name} (seed {seed})"),
                     workers=args.workers, scheduler=args.scheduler)
     progress.close()
+    for run in table.runs:
+        if run.extra.get("error"):
+            print(f"note: {run.engine} (seed {run.seed}) failed: {run.extra['error']}", file=sys.stderr)
     terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
                               f"{table.best_known:.6g})", table.rows))
-    if args.json:
-        terminal.print(f"table and runs written to {save(args.json, table.json_text(), what='comparison')}")
-    if args.csv:
+    if args.json == "-":
+        sys.stdout.write(table.json_text() + "\n")
+    elif json_out:
+        terminal.print(f"table and runs written to {save(json_out, table.json_text(), what='comparison')}")
+    if csv_out:
         rows, history = table.csv_texts()
-        path = Path(args.csv)
-        written = save(path, rows, what="table")
-        trail = save(written.with_name(path.stem + ".history.csv"), history, what="history")
-        terminal.print(f"table written to {written}, every run's history to {trail}")
-    if args.plot:
-        terminal.print(f"convergence plot written to {save(args.plot, table.plot(), what='plot')}")
+        if args.csv == "-":
+            sys.stdout.write(rows)
+        else:
+            written = save(csv_out, rows, what="table")
+            trail = save(written.with_name(csv_out.stem + ".history.csv"), history, what="history")
+            terminal.print(f"table written to {written}, every run's history to {trail}")
+    if plot_out:
+        terminal.print(f"convergence plot written to {save(plot_out, table.plot(), what='plot')}")
     if args.layers:
         from optmap.report import layer_table
 

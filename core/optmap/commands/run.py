@@ -14,6 +14,7 @@ from optmap.commands.common import (
     default_output,
     engine_options,
     load_problem,
+    output_path,
     seed_argument,
 )
 from optmap.commands.progress import Progress
@@ -54,24 +55,28 @@ def run(args) -> int:
     if not math.isfinite(args.checkpoint_every) or args.checkpoint_every <= 0:
         raise OptmapError(f"--checkpoint-every must be a number of seconds > 0, got {args.checkpoint_every}")
     problem = load_problem(args)
-    if args.plot:
-        from optmap.plots import pyplot
-
-        pyplot()  # a missing matplotlib is said before the search
     engine = args.search or problem.search.engine
     seed = problem.search.seed if args.seed is None else args.seed
     options = engine_options(problem, engine, args)
     to_stdout = args.json == "-"
-    out = default_output(problem, engine, seed) if args.json is None or to_stdout else Path(args.json)
-    checkpoint = Path(args.checkpoint) if args.checkpoint else out.with_name(out.stem + ".checkpoint.json")
+    given = output_path(args.json, "--json", stdout=True)
+    out = default_output(problem, engine, seed) if given is None or to_stdout else given
+    checkpoint = output_path(args.checkpoint, "--checkpoint") or out.with_name(out.stem + ".checkpoint.json")
+    if not to_stdout and checkpoint.resolve() == out.resolve():
+        raise OptmapError(f"--checkpoint and --json both name {out}; the result would overwrite the checkpoint")
+    plot = output_path(args.plot, "--plot")
+    if plot:
+        from optmap.plots import pyplot
+
+        pyplot()  # a missing matplotlib is said before the search
     terminal = console(stderr=to_stdout)  # with --json -, standard output holds the JSON alone
 
-    def keep(result) -> str:
+    def keep(result, path: Path = out) -> str:
         text = json_text({"problem": problem.spec, **result.to_json()})
         if to_stdout:
             sys.stdout.write(text + "\n")
             return "standard output"
-        return str(save(out, text, fallbacks=[checkpoint.parent]))
+        return str(save(path, text, fallbacks=[checkpoint.parent]))
 
     progress = Progress(f"{engine}")
     with exclusive(out) if not to_stdout else contextlib.nullcontext():
@@ -81,7 +86,9 @@ def run(args) -> int:
                            workers=args.workers, scheduler=args.scheduler)
         except SearchFailed as failure:
             progress.close()
-            print(f"note: partial result written to {keep(failure.result)}", file=sys.stderr)
+            if failure.result.evaluations:  # something was computed: keep it, never over an earlier result
+                path = out.with_name(out.stem + ".failed.json") if out.exists() else out
+                print(f"note: partial result written to {keep(failure.result, path)}", file=sys.stderr)
             raise
         progress.close()
         where = keep(result)
@@ -91,10 +98,10 @@ def run(args) -> int:
         for table in ([layers] if layers is not None else []) + report_tables(result):
             terminal.print(table)
     terminal.print(f"result written to {where}")
-    if args.plot:
+    if plot:
         from optmap.plots import plot_run
 
-        terminal.print(f"figure written to {save(args.plot, plot_run(result, problem.name), what='plot')}")
+        terminal.print(f"figure written to {save(plot, plot_run(result, problem.name), what='plot')}")
     if result.stopped == "interrupted":
         saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
         again = [word for word in args.argv if word != "--resume"] + ["--resume"]

@@ -42,6 +42,8 @@ def add_parser(commands) -> dict:
 
 
 def _seeds(args) -> list[int]:
+    if args.seeds is not None and args.seed is not None:
+        raise OptmapError("--seed and --seeds: give one seed with --seed or several with --seeds, not both")
     if args.seeds is None:
         return [] if args.seed is None else [args.seed]
     try:

@@ -60,6 +60,11 @@ class Study:
         x, series, numeric = axes(self.rows, x or self.config.plot.get("x"))
         given = self.config.plot.get("y", [])
         wanted = list(ys) or ([given] if isinstance(given, str) else list(given))
+        known = list(dict.fromkeys([*self.objectives, *([self.derived] if self.derived else []),
+                                    *(k for row in self.rows for k in row.get("metrics", {}))]))
+        unknown = [y for y in wanted if y not in known]
+        if unknown:
+            raise OptmapError(f"--y {unknown[0]}: no point of this sweep has that metric; choose from {', '.join(known)}")
         return x, series, numeric, wanted or ([self.derived] if self.derived else list(self.objectives))
 
     def plot(self, path: str | Path, x: str | None = None, ys: Sequence[str] = ()) -> Path:
@@ -103,7 +108,12 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
     """The sweep's points, checked (every file, variant and engine builds), and its output store."""
     config = read_sweep_file(variants) if variants else SweepFile()
     grid = dict(config.vary)
-    grid.update(parse_vary(text) for text in vary)  # the command line's --vary wins over the file's
+    given = [parse_vary(text) for text in vary]
+    keys = [key for key, _ in given]
+    repeated = next((key for key in keys if keys.count(key) > 1), None)
+    if repeated is not None:
+        raise OptmapError(f"--vary {repeated} is given twice; list all its values in one --vary")
+    grid.update(given)  # the command line's --vary wins over the file's
     names = list(engines) or config.engines or [None]
     chosen = list(seeds) or config.seeds or [None]
     if baseline:
@@ -111,6 +121,11 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
     grid_points = points(list(files), list(grid.items()), config.variants, names, chosen, list(overrides),
                          list(fixes), config.cumulative)
     unique = list({point.id: point for point in grid_points}.values())
+    for key, value in (config.baseline or {}).items():
+        if not any(point.coords.get(key) == value for point in unique):
+            values = sorted({"each problem's own" if point.coords.get(key) is None else repr(point.coords.get(key))
+                             for point in unique})
+            raise OptmapError(f"--baseline {key}={value}: no point of the sweep has it ({key} takes {', '.join(values)})")
     title = config.title or ", ".join(dict.fromkeys(str(point.coords["problem"]) for point in unique))
     study = Study(title, unique, Store(out, title), (), (), config)
     _validate(study, names, plugins, disabled)

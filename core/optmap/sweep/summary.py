@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from optmap.errors import OptmapError
 from optmap.report import fmt
 from optmap.sweep.store import coordinates, grid
 
@@ -85,6 +86,9 @@ def _numeric(rows, key: str) -> bool:
 def axes(rows: list[dict[str, Any]], x: str | None = None) -> tuple[str, list[str], bool]:
     """(x coordinate, series coordinates, whether x is numeric)."""
     dims = varying(rows)
+    known = list(dict.fromkeys(key for row in rows for key in coordinates(row)))
+    if x is not None and x not in known:
+        raise OptmapError(f"--x {x}: not a coordinate of this sweep; choose one of {', '.join(known)}")
     if x is None:
         numeric = [key for key in dims if key not in (*ORDER, "engine", "seed") and _numeric(rows, key)]
         others = [key for key in dims if key != "seed"]
