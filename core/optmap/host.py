@@ -62,6 +62,7 @@ class Host:
     plugins: dict[str, str] = field(default_factory=dict)  # plugin name -> package
     failures: dict[str, str] = field(default_factory=dict)  # plugin name -> one-line reason
     disabled: tuple[str, ...] = ()
+    installed: set[str] = field(default_factory=set)  # every installed plugin's name, disabled ones too
 
     def get(self, kind: str, name: str) -> Entry:
         """The entry registered under ``name``, or a one-line error with a suggestion."""
@@ -110,6 +111,7 @@ def _register(manager: pluggy.PluginManager, module: Any, name: str, label: str)
 def _load_entry_points(host: Host) -> None:
     for entry_point in importlib.metadata.entry_points(group="optmap"):
         name = entry_point.name
+        host.installed.add(name)
         if name in host.disabled:
             continue
         package = _package_of(entry_point.dist)

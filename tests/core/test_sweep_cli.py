@@ -85,7 +85,7 @@ def test_local_workers_give_the_rows_of_a_sequential_sweep(problem, tmp_path, ca
 @pytest.mark.parametrize("args, message", [
     (["--vary", "system.groups.0.count"], "expected KEY=V1,V2"),
     (["--vary", "system.groups.0.count=8:2"], "empty or endless"),
-    (["--vary", "system.groups.5.count=2,4"], "is a list"),
+    (["--vary", "system.groups.5.count=2,4"], "index 5 is out of range (valid: 0 to 1)"),
     (["--vary", "sytem.batch=2"], "unknown section 'sytem'"),
     (["--search", "acpar"], "did you mean 'accpar'"),
     (["--variants", "missing.toml"], "no such problem file"),

@@ -47,6 +47,12 @@ def load_plugins(args):
     from optmap.host import load_host
 
     host = load_host(tuple(args.plugin or ()), disabled(args))
+    unknown = [name for name in disabled(args) if name not in host.installed]
+    if unknown:
+        from optmap.errors import did_you_mean
+
+        raise OptmapError(f"-p no:{unknown[0]}: no installed plugin is called '{unknown[0]}'"
+                          f"{did_you_mean(unknown[0], host.installed)} (optmap plugins lists them)")
     for line in host.warnings():
         print(line, file=sys.stderr)
     return host

@@ -11,7 +11,11 @@ def add_parser(commands) -> dict:
     show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
                                       "(run --json, compare --json, sweep --out) or a model file")
     add_problem_arguments(show_parser)
-    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result: draw it again (needs matplotlib)")
+    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result or sweep: draw it again "
+                             "(needs matplotlib)")
+    show_parser.add_argument("--decisions", action="store_true",
+                             help="for a problem: list every decision (the names --fix takes) and its values")
+    show_parser.add_argument("--layers", choices=["all"], help="for a saved result: print every layer's row")
     commands.add_parser("schema", help="print the JSON Schema of problem files")
     return {"plugins": plugins, "validate": validate, "show": show, "schema": schema}
 
@@ -47,13 +51,25 @@ def validate(args) -> int:
 
 
 def show(args) -> int:
+    from optmap.errors import OptmapError
     from optmap.report import console, rows_table
 
     kind = _file_kind(args)
+    if args.plot and kind not in ("result", "sweep"):
+        raise OptmapError(f"--plot redraws a saved result or sweep; {args.file} is a {kind} file "
+                          f"(optmap compare --plot draws a comparison, optmap run --plot a run)")
+    if args.decisions and kind != "problem":
+        raise OptmapError(f"--decisions lists a problem's decisions; {args.file} is a {kind} file")
+    if args.layers and kind != "result":
+        raise OptmapError(f"--layers all prints a saved result's layers; {args.file} is a {kind} file")
     if kind != "problem":
         return _show_saved(args, kind) if kind in ("result", "comparison", "sweep") else _show_model(args, kind)
     problem = load_problem(args)
     terminal = console()
+    if args.decisions:
+        terminal.print(rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
+                                  _decision_rows(problem.cost_model.space)))
+        return 0
     workload, system = problem.workload, problem.system
     terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
                               workload.describe()))
@@ -62,6 +78,21 @@ def show(args) -> int:
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
                    f"{', '.join(problem.objectives)}")
     return 0
+
+
+def _decision_rows(space) -> list[dict[str, str]]:
+    """One row per decision: its name, kind and the values --fix accepts (pinned ones say so)."""
+    rows = []
+    for v in space.variables:
+        if v.kind == "categorical":
+            values = ", ".join(map(str, v.choices))
+        elif v.kind == "permutation":
+            values = f"an ordering of {', '.join(map(str, v.choices))}"
+        else:
+            values = f"{v.low:g} to {v.high:g}" + (" (whole numbers)" if v.kind == "integer" else "")
+        rows.append({"decision": v.name, "kind": v.kind, "values": values,
+                     "pinned": "" if v.pinned is None else str(v.pinned)})
+    return rows
 
 
 def _file_kind(args) -> str:
@@ -102,7 +133,15 @@ def _no_overrides(args, what: str) -> None:
 
 
 def _show_saved(args, kind: str) -> int:
-    from optmap.report import console, layer_table, plan_table, report_tables, result_table, rows_table
+    from optmap.report import (
+        LAYER_ROWS,
+        console,
+        layer_table,
+        plan_table,
+        report_tables,
+        result_table,
+        rows_table,
+    )
     from optmap.saved import read_saved, result_from_json
 
     _no_overrides(args, f"a saved {kind}")
@@ -114,7 +153,7 @@ def _show_saved(args, kind: str) -> int:
         terminal.print(f"saved result of {problem}: {len(result.extra['mapping'])} decisions, "
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
-        layers = layer_table(result)
+        layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
         for table in [result_table(result), plan, layers, *report_tables(result)]:
             if table is not None:
                 terminal.print(table)

@@ -63,8 +63,14 @@ def apply_overrides(spec: dict[str, Any], overrides: list[str]) -> dict[str, Any
             last = depth == len(path) - 1
             where = ".".join(path[:depth])
             if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
-                    example = ".".join([where, "0", *path[depth + part.isdigit():]])
+                index = part.lstrip("-")
+                if index.isdigit():  # an index, but out of range (negative indexes count nothing here)
+                    if not part.isdigit() or int(part) >= len(node):
+                        valid = f"0 to {len(node) - 1}" if node else "none: the list is empty"
+                        raise OptmapError(f"--set '{text}': '{where}' has {len(node)} entries; index {part} is out "
+                                          f"of range (valid: {valid})")
+                else:
+                    example = ".".join([where, "0", *path[depth:]])
                     raise OptmapError(f"--set '{text}': '{where}' is a list, not a table: it has {len(node)} "
                                       f"entries, address one by its index, e.g. --set {example}=...")
                 index = int(part)
