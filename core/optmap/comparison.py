@@ -236,7 +236,7 @@ def compare(
             "best_mean": mean,
             "best_min": float(values.min()),
             "best_max": float(values.max()),
-            "gap_percent": float(100 * sign * (mean - best_known) / abs(best_known)) if best_known else math.nan,
+            "gap_percent": float(100 * sign * (mean - best_known) / abs(best_known)) + 0.0 if best_known else math.nan,
             "within_1pct": sum(not math.isnan(e) for e, _ in reach),
             "evals_to_1pct": _mean(e for e, _ in reach),
             "seconds_to_1pct": _mean(s for _, s in reach),

@@ -249,7 +249,7 @@ def validate_options(
         errors = sorted(exc.errors(), key=lambda e: _ORDER.get(e["type"], 2))
         if errors[0]["type"] == "extra_forbidden":  # a misspelt key is also reported missing
             errors = [e for e in errors if e["type"] != "missing"]
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        more = f"; {len(errors) - 1} more problem{'s' * (len(errors) > 2)} in this section" if len(errors) > 1 else ""
         raise OptmapError(f"{what}: {_describe(errors[0], valid)}{more}") from None
     return {name: getattr(validated, name) for name in model.model_fields}
 

@@ -108,6 +108,22 @@ def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | 
     return table
 
 
+def front_table(result: SearchResult, rows: int = LAYER_ROWS) -> Table | None:
+    """A multi-objective run's Pareto front, one row per plan, by its first objective (None for a
+    single objective or a front of one plan); the JSON result holds every plan's mapping."""
+    if len(result.front) < 2:
+        return None
+    points = sorted((values for _, values in result.front), key=lambda v: v.get(result.objectives[0], math.inf))
+    sign = -1 if result.sense(result.objectives[0]) == "max" else 1
+    points = points if sign > 0 else points[::-1]
+    table = rows_table(f"Pareto front: {len(points)} plans (the table above shows one of them)",
+                       [{_label(result, name): v.get(name, math.nan) for name in result.objectives}
+                        for v in points[:rows]])
+    if len(points) > rows:
+        table.caption = f"the first {rows} of {len(points)} plans; the JSON result holds them all"
+    return table
+
+
 def report_tables(result: SearchResult) -> list[Table]:
     """The cost report's other breakdowns (per stage, per device, ...), one table each."""
     if result.report is None:

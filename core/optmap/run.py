@@ -149,7 +149,9 @@ def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchRes
         except Exception as exc:
             message = f"engine '{name}' raised {type(exc).__name__}: {exc}"
             raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}")) from exc
-    stopped = "interrupted" if evaluator.stop_requested else "budget" if evaluator.exhausted else "complete"
+    finished = extra.get("complete") is True  # an engine that says it covered its whole space
+    stopped = "interrupted" if evaluator.stop_requested else "complete" if finished else \
+        "budget" if evaluator.exhausted else "complete"
     if evaluator.stop_signal is not None:
         extra = {**extra, "signal": int(evaluator.stop_signal)}
     result = evaluator.result(name, seed, stopped, extra)

@@ -60,7 +60,8 @@ def result_from_json(data: dict[str, Any]):
     objectives = tuple(data.get("objectives", data.get("values", {}).keys()))
     return SearchResult(
         engine=data["engine"], seed=data["seed"], objectives=objectives, best=None, values=data.get("values", {}),
-        report=report, front=[], history=history, evaluations=data.get("evaluations", 0),
+        report=report, front=[(entry.get("mapping"), entry.get("values", {})) for entry in data.get("front") or []],
+        history=history, evaluations=data.get("evaluations", 0),
         seconds=data.get("seconds", 0.0), stopped=data.get("stopped", "?"),
         extra={**data.get("extra", {}), "mapping": data.get("mapping") or {}},
         senses=tuple(data.get("senses", ())), units=dict(data.get("units") or {}),

@@ -125,7 +125,8 @@ class FPDeepSearch(SearchEngine):
         return np.rint(x[self.model.split_columns]).astype(int)
 
     def _detail(self, x: np.ndarray) -> dict:
-        return self.model.scored(x[None])
+        """The model's detail of ``x`` as the evaluator scores it (pins and repair applied)."""
+        return self.model.scored(self.evaluator.space.repair(x[None]))
 
     @staticmethod
     def _cut_layers(detail: dict) -> list[int]:

@@ -10,7 +10,12 @@ from optmap.search import Evaluator, SearchEngine
 
 
 class ExhaustiveSearch(SearchEngine):
-    """Evaluate every point of the design space (refuses spaces larger than max_size)."""
+    """Evaluate every point of the design space (refuses spaces larger than max_size).
+
+    Its evaluation count is the space's size, bounded by ``max_size``, not by the problem's
+    evaluation budget (which sizes the other engines of a comparison); the time budget and
+    Ctrl-C still stop it, and then the result says it is incomplete.
+    """
 
     exact = True
 
@@ -28,8 +33,10 @@ class ExhaustiveSearch(SearchEngine):
                 f"the design space has {shown} points, more than max_size = {self.max_size:,}; "
                 "use ga, optuna, random or a native engine, or raise [search.exhaustive] max_size"
             )
+        evaluator.expected = int(size)
         for X in evaluator.space.grid(self.chunk):
             evaluator.evaluate(X)
-            if evaluator.stop_requested:
+            seconds = evaluator.budget.seconds
+            if evaluator.stop_requested or (seconds is not None and evaluator.elapsed >= seconds):
                 break
         return {"space_size": int(size), "complete": evaluator.evaluations >= size}

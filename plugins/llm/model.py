@@ -110,6 +110,10 @@ class Megatron3DCostModel(CostModel):
                               f"not '{cfg.kind}'; use a GPT- or Llama-style preset")
         if workload.phase != "training":
             raise OptmapError("megatron-3d plans training; set [workload] phase = \"training\"")
+        if workload.bytes_per_element != 2:  # memory.py and timing.py count 16-bit weights, activations, messages
+            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights, activations and "
+                              f"messages, fp32 master weights and Adam state); [workload] dtype = "
+                              f"\"{workload.dtype}\" is not 16-bit: use \"bf16\" or \"fp16\"")
         for name, value in (("max_microbatch", max_microbatch), ("max_interleaving", max_interleaving)):
             if value < 1:
                 raise OptmapError(f"[cost] {name} must be >= 1, got {value}")

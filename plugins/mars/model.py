@@ -97,6 +97,10 @@ class MarsCostModel(CostModel):
         ``host_io`` counts the input from and the output to the host (note §6.13).
         ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
         """
+        if workload.phase != "inference" or workload.batch != 1:  # Sec. VI: single-image inference latency
+            raise OptmapError(f"mars prices the latency of one inference (Sec. VI, batch 1); got phase "
+                              f"\"{workload.phase}\" and batch {workload.batch}: set [workload] phase = "
+                              f"\"inference\" and batch = 1")
         self.workload, self.system = workload, system
         self.graph = layer_graph(workload, include_fc)
         self.layers = self.graph.layers

@@ -110,6 +110,10 @@ class Shapes:
                 raise OptmapError(f"{self.where}: input '{value.name}' has no shape; optmap needs (batch, ...)")
             for axis, dim in enumerate(shape.dim):
                 seen.add(dim.dim_param)
+                if axis == 0 and dim.HasField("dim_param") and dim.dim_param in dims:
+                    raise OptmapError(f"{self.where}: dims names '{dim.dim_param}', the batch dimension of input "
+                                      f"'{value.name}'; give the batch as [workload] batch = {dims[dim.dim_param]} "
+                                      f"(dims is for the other symbolic dimensions)")
                 if dim.HasField("dim_param") and dim.dim_param in dims:
                     dim.dim_value = int(dims[dim.dim_param])  # clears dim_param (a oneof)
                 if axis == 0:

@@ -136,6 +136,7 @@ def _show_saved(args, kind: str) -> int:
     from optmap.report import (
         LAYER_ROWS,
         console,
+        front_table,
         layer_table,
         plan_table,
         report_tables,
@@ -154,7 +155,7 @@ def _show_saved(args, kind: str) -> int:
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
         layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
-        for table in [result_table(result), plan, layers, *report_tables(result)]:
+        for table in [result_table(result), front_table(result), plan, layers, *report_tables(result)]:
             if table is not None:
                 terminal.print(table)
         if args.plot:

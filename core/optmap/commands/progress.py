@@ -33,10 +33,10 @@ class Progress:
         if now - self.started < 1.0 or (self.logged is not None and now - self.logged < self.every):
             return
         self.logged = now
-        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
-        total = evaluator.budget.evaluations
+        best = f"{evaluator.best_value:.6g}" if evaluator.best_f is not None else "- (none feasible yet)"
+        total = _total(evaluator)
         done = f"{evaluator.evaluations:,}" + (f"/{total:,}" if total else "")
-        print(f"{self.label}: {done} evaluations, best {best:.6g}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
+        print(f"{self.label}: {done} evaluations, best {best}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
 
     def __call__(self, evaluator) -> None:
         if self.plain:
@@ -56,9 +56,9 @@ class Progress:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)
             self.bar.start()
-            self.task = self.bar.add_task(self.label, total=evaluator.budget.evaluations, best="-")
-        best = evaluator.best_value if evaluator.best_f is not None else float("nan")
-        self.bar.update(self.task, completed=evaluator.evaluations, best=f"{best:.5g}")
+            self.task = self.bar.add_task(self.label, total=_total(evaluator), best="-")
+        best = f"{evaluator.best_value:.5g}" if evaluator.best_f is not None else "-"
+        self.bar.update(self.task, completed=evaluator.evaluations, best=best)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -66,3 +66,8 @@ class Progress:
         self.bar = None
 
 
+
+
+def _total(evaluator) -> int | None:
+    """The evaluations a bar counts to: what the engine announced, else the budget's."""
+    return evaluator.expected or evaluator.budget.evaluations

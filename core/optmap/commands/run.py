@@ -47,7 +47,7 @@ def add_parser(commands) -> dict:
 
 def run(args) -> int:
     from optmap.output import exclusive, json_text, save
-    from optmap.report import LAYER_ROWS, console, layer_table, report_tables, result_table
+    from optmap.report import LAYER_ROWS, console, front_table, layer_table, report_tables, result_table
     from optmap.run import SearchFailed, solve
 
     if args.search is not None and not args.search.strip():
@@ -61,7 +61,9 @@ def run(args) -> int:
     to_stdout = args.json == "-"
     given = output_path(args.json, "--json", stdout=True)
     out = default_output(problem, engine, seed) if given is None or to_stdout else given
-    checkpoint = output_path(args.checkpoint, "--checkpoint") or out.with_name(out.stem + ".checkpoint.json")
+    # files beside the result, unless it is a device such as /dev/null: then beside the default result
+    beside = out if to_stdout or not out.exists() or out.is_file() else default_output(problem, engine, seed)
+    checkpoint = output_path(args.checkpoint, "--checkpoint") or beside.with_name(beside.stem + ".checkpoint.json")
     if not to_stdout and checkpoint.resolve() == out.resolve():
         raise OptmapError(f"--checkpoint and --json both name {out}; the result would overwrite the checkpoint")
     plot = output_path(args.plot, "--plot")
@@ -87,12 +89,15 @@ def run(args) -> int:
         except SearchFailed as failure:
             progress.close()
             if failure.result.evaluations:  # something was computed: keep it, never over an earlier result
-                path = out.with_name(out.stem + ".failed.json") if out.exists() else out
+                path = beside.with_name(beside.stem + ".failed.json") if out.exists() else out
                 print(f"note: partial result written to {keep(failure.result, path)}", file=sys.stderr)
             raise
         progress.close()
         where = keep(result)
     terminal.print(result_table(result))
+    front = front_table(result)
+    if front is not None:
+        terminal.print(front)
     layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
     if not args.quiet:
         for table in ([layers] if layers is not None else []) + report_tables(result):

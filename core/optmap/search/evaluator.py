@@ -68,6 +68,7 @@ class Evaluator:
         self.evaluations = 0
         self.started = time.perf_counter()
         self.stop_requested = False
+        self.expected: int | None = None  # evaluations an engine announces it will make (progress bars)
         self.stop_signal: int | None = None  # the signal that asked to stop, if any
         self.checkpoint = checkpoint or Checkpoint()
         self._make_engine = make_engine

@@ -208,3 +208,17 @@ def test_shared_compute_model_on_a_measured_preset():
     assert 0.3 < report.metrics["tflops_per_gpu"] / 312 < 0.7
     with pytest.raises(OptmapError, match="lacks; use a measured preset"):
         problem(compute="shared")  # the datasheet 'a100' carries no calibration
+
+
+def test_non_16_bit_training_is_refused():
+    """The memory and message sizes (Korthikanti's formulas) assume 16-bit values; fp32 would be
+    priced with 2-byte weights and activations, so it is refused rather than mispriced."""
+    spec = {
+        "workload": {"model": "transformer", "preset": "megatron-22b", "batch": 64, "dtype": "fp32"},
+        "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100", "count": 64}]},
+        "cost": {"model": "megatron-3d"},
+    }
+    with pytest.raises(OptmapError, match='not 16-bit: use "bf16" or "fp16"'):
+        build_problem(spec)
+    spec["workload"]["dtype"] = "bf16"
+    assert build_problem(spec).cost_model.batch == 64
