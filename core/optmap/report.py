@@ -14,7 +14,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def fmt(value: Any) -> str:
-    """Numbers with 4 significant digits and thousands separators; other values as text."""
+    """Numbers with 4 significant digits and thousands separators; other values as text (a value
+    not reported, NaN or JSON's null, as "-")."""
+    if value is None:
+        return "-"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, int):

@@ -156,9 +156,10 @@ def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchRes
         extra = {**extra, "signal": int(evaluator.stop_signal)}
     result = evaluator.result(name, seed, stopped, extra)
     if result.best is None:
+        budget = " or raise the budget" if evaluator.exhausted and not finished else ""
         raise SearchFailed(
             f"engine '{name}' found no feasible mapping in {result.evaluations} evaluations; "
-            "relax [constraints], enlarge the system or raise the budget",
+            f"relax [constraints] or enlarge the system{budget}",
             result,
         )
     return result

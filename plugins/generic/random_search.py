@@ -22,6 +22,8 @@ class RandomSearch(SearchEngine):
     def search(self, evaluator: Evaluator, seed: int) -> None:
         rng = np.random.default_rng(seed)
         limit = evaluator.budget.evaluations or self.evaluations
+        if evaluator.space.size <= 1:  # every decision pinned: one point to score
+            limit = 1
         while not evaluator.exhausted and evaluator.evaluations < limit:
             n = min(self.batch, limit - evaluator.evaluations)
             evaluator.evaluate(evaluator.space.sample(rng, n))

@@ -89,9 +89,9 @@ def engine_options(problem, engine: str, args) -> dict:
 
 
 
-def output_path(value: str | None, option: str, stdout: bool = False) -> Path | None:
-    """The file an output option names, checked before any work: not empty, not a folder
-    (``-`` is standard output where ``stdout`` allows it)."""
+def output_path(value: str | None, option: str, stdout: bool = False, suffix: str | None = None) -> Path | None:
+    """The file an output option names, checked before any work: not empty, not a folder, with
+    ``suffix`` when given (``-`` is standard output where ``stdout`` allows it)."""
     if value is None:
         return None
     if stdout and value == "-":
@@ -101,4 +101,7 @@ def output_path(value: str | None, option: str, stdout: bool = False) -> Path | 
     path = Path(value)
     if value.endswith(("/", "\\")) or path.is_dir():
         raise OptmapError(f"{option} {value}: is a folder; give a file name, e.g. {path / ('out' + (path.suffix or '.json'))}")
+    if suffix is not None and path.suffix.lower() != suffix:
+        raise OptmapError(f"{option} {value}: optmap draws {suffix[1:].upper()} images; name the file "
+                          f"{path.with_suffix(suffix).name}")
     return path

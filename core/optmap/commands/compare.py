@@ -51,7 +51,7 @@ def compare(args) -> int:
     seeds = [int(s) for s in _names("--seeds", args.seeds, "whole numbers >= 0, e.g. 0,1,2", digits=True)] \
         if args.seeds is not None else None
     json_out, csv_out = output_path(args.json, "--json", stdout=True), output_path(args.csv, "--csv", stdout=True)
-    plot_out = output_path(args.plot, "--plot")
+    plot_out = output_path(args.plot, "--plot", suffix=".png")
     to_stdout = "-" in (args.json, args.csv)
     if args.json == args.csv == "-":
         raise OptmapError("--json - and --csv -: only one of them can use standard output")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from optmap.commands.common import add_problem_arguments, load_plugins, load_problem
+from optmap.commands.common import (
+    add_problem_arguments,
+    load_plugins,
+    load_problem,
+    output_path,
+)
 
 
 def add_parser(commands) -> dict:
@@ -44,7 +49,10 @@ def plugins(args) -> int:
 
 def validate(args) -> int:
 
+    from optmap.run import make_engine
+
     problem = load_problem(args)
+    make_engine(problem, problem.search.engine)  # its [search.<engine>] options and fit, as run checks them
     print(f"{args.file}: ok ({problem.name}; {len(problem.cost_model.space)} decisions, "
           f"space size {problem.cost_model.space.size:.4g})")
     return 0
@@ -55,6 +63,7 @@ def show(args) -> int:
     from optmap.report import console, rows_table
 
     kind = _file_kind(args)
+    output_path(args.plot, "--plot", suffix=".png")
     if args.plot and kind not in ("result", "sweep"):
         raise OptmapError(f"--plot redraws a saved result or sweep; {args.file} is a {kind} file "
                           f"(optmap compare --plot draws a comparison, optmap run --plot a run)")
@@ -105,6 +114,8 @@ def _file_kind(args) -> str:
     path = Path(args.file)
     try:
         head = path.read_bytes()[:256].lstrip(b"\xef\xbb\xbf \t\r\n")
+    except FileNotFoundError:
+        raise OptmapError(f"{path}: no such file") from None
     except OSError:
         return "problem"  # the problem loader says what is wrong with the path
     if head.startswith(b"{"):
@@ -136,6 +147,7 @@ def _show_saved(args, kind: str) -> int:
     from optmap.report import (
         LAYER_ROWS,
         console,
+        fmt,
         front_table,
         layer_table,
         plan_table,
@@ -166,7 +178,8 @@ def _show_saved(args, kind: str) -> int:
         return 0
     if kind == "comparison":
         terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
-                                  f"({data.get('best_known_source', 'best')} {data.get('best_known')})", data["rows"]))
+                                  f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
+                                  data["rows"]))
         return 0
     from optmap.sweep.summary import axes, flat_rows
 

@@ -66,7 +66,7 @@ def run(args) -> int:
     checkpoint = output_path(args.checkpoint, "--checkpoint") or beside.with_name(beside.stem + ".checkpoint.json")
     if not to_stdout and checkpoint.resolve() == out.resolve():
         raise OptmapError(f"--checkpoint and --json both name {out}; the result would overwrite the checkpoint")
-    plot = output_path(args.plot, "--plot")
+    plot = output_path(args.plot, "--plot", suffix=".png")
     if plot:
         from optmap.plots import pyplot
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from optmap.commands.common import add_parallel_arguments, disabled, load_plugins, seed_argument
+from optmap.commands.common import (
+    add_parallel_arguments,
+    disabled,
+    load_plugins,
+    output_path,
+    seed_argument,
+)
 from optmap.errors import OptmapError
 
 
@@ -84,6 +90,8 @@ def sweep(args) -> int:
     from optmap.sweep.summary import flat_rows, markdown, pivot
 
     load_plugins(args)
+    output_path(args.plot, "--plot", suffix=".png")
+    output_path(args.markdown, "--markdown")
     if args.plot:
         from optmap.plots import pyplot
 
@@ -148,7 +156,13 @@ class _Progress:
     def __init__(self, total: int, objectives) -> None:
         self.total, self.count, self.objectives, self.bar = total, 0, objectives, None
         if total and sys.stderr.isatty():
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 TextColumn("{task.fields[last]}"), transient=True)

@@ -62,8 +62,21 @@ def read_measurements(path: str | Path) -> Measurements:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise OptmapError(f"measurements '{path}': cannot read it ({exc})") from None
-    try:
-        samples = [Sample(**row) for row in data["rows"]]
-        return Measurements(str(data["device"]), str(data["dtype"]), dict(data["ceilings"]), samples)
-    except (KeyError, TypeError) as exc:
-        raise OptmapError(f"measurements '{path}': not an optmap measurement file ({exc})") from None
+    fields = ("family", "group", "label", "op", "shape", "passes", "seconds")
+    where = f"measurements '{path}': not an optmap measurement file"
+    if not isinstance(data, dict):
+        raise OptmapError(f"{where} (expected a JSON object)")
+    missing = [key for key in ("device", "dtype", "ceilings", "rows") if key not in data]
+    if missing:
+        raise OptmapError(f"{where} (no '{missing[0]}' entry)")
+    if not isinstance(data["rows"], list) or not isinstance(data["ceilings"], dict):
+        raise OptmapError(f"{where} ('rows' must be a list and 'ceilings' an object)")
+    samples = []
+    for i, row in enumerate(data["rows"]):
+        bad = not isinstance(row, dict) or [k for k in fields if k not in row] or \
+            [k for k in row if k not in (*fields, "split")]
+        if bad:
+            what = "not an object" if not isinstance(row, dict) else f"entry '{bad[0]}' missing or unknown"
+            raise OptmapError(f"{where} (row {i}: {what}; a row has {', '.join(fields)} and optionally split)")
+        samples.append(Sample(**row))
+    return Measurements(str(data["device"]), str(data["dtype"]), dict(data["ceilings"]), samples)

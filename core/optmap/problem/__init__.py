@@ -99,6 +99,9 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     """
     where = str(path) if path else "problem"
     unknown = [key for key in spec if key not in SECTIONS]
+    if unknown and "workload" not in spec and {"variants", "vary", "reference", "cumulative"} & set(spec):
+        raise OptmapError(f"{where} is a sweep file, not a problem: run it with optmap sweep PROBLEM.toml "
+                          f"--variants {Path(path).name if path else 'FILE.toml'}")
     if unknown:
         raise OptmapError(f"{where}: unknown top-level key '{unknown[0]}'{did_you_mean(unknown[0], SECTIONS)}")
     name = _name(where, spec, path)

@@ -110,7 +110,8 @@ class Variable:
         if not _number(value) or not math.isfinite(value):
             raise OptmapError(f"decision '{self.name}': {value!r} is not a number in [{self.low:g}, {self.high:g}]")
         if self.kind == "integer" and value != int(value):
-            raise OptmapError(f"decision '{self.name}': {value!r} is not a whole number")
+            raise OptmapError(f"decision '{self.name}': {value!r} is not a whole number in "
+                              f"[{self.low:g}, {self.high:g}]")
         if not self.low <= value <= self.high:
             raise OptmapError(f"decision '{self.name}': {value!r} is outside [{self.low:g}, {self.high:g}]")
         return int(value) if self.kind == "integer" else float(value)
