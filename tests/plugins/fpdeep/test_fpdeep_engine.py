@@ -102,3 +102,14 @@ def test_pinned_splits_are_kept():
     assert report.layers[0].name == "conv1" and report.layers[0].decisions["split"] == "II"
     # ICP can cut AlexNet's 3-channel conv1 at only 3 places, so the pinned plan is slower
     assert report.metrics["throughput"] < optmap.solve(problem("alexnet")).report.metrics["throughput"]
+
+
+def test_the_engine_describes_the_plan_it_returns_with_pins():
+    """The engine's extras (parked devices) come from the pinned plan the evaluator scores, not
+    from the engine's unpinned working vector (a user pinned park:0 = 8 and read 0 parked devices)."""
+    root = Path(__file__).resolve().parents[3]
+    problem = optmap.load(root / "problems" / "fpdeep" / "alexnet-15.toml", fixes=["park:0=8"])
+    result = optmap.solve(problem)
+    assert result.best["park:0"] == 8
+    parked = result.report.metrics["parked_bytes"]
+    assert (parked > 0) == (result.extra["parked_devices"] > 0)

@@ -103,3 +103,13 @@ def test_a_third_party_package_adds_a_design(tmp_path):
     assert {row["design"] for row in rows} == {"tiny-array"}
     # conv1 (64, 3, 224, 224, 3, 3) on 4 devices, ES {H, W}: ⌈64/16⌉·⌈112/16⌉·3·112·9 cycles at 200 MHz
     assert rows[0]["compute_s"] == pytest.approx(4 * 7 * 3 * 112 * 9 / 200e6)
+
+
+@pytest.mark.parametrize("workload", [{"batch": 4}, {"phase": "training"}])
+def test_anything_but_one_inference_is_refused(workload):
+    """MARS prices the latency of one image (Sec. VI); a batch or training would be silently
+    priced as batch-1 inference, so it is refused."""
+    bad = spec()
+    bad["workload"].update(workload)
+    with pytest.raises(OptmapError, match=r"mars prices the latency of one inference \(Sec. VI, batch 1\)"):
+        build_problem(bad)

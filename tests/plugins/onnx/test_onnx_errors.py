@@ -121,3 +121,11 @@ def test_problem_file_options(tmp_path):
     with pytest.raises(OptmapError, match=r"dims\.seq") as info:
         load(tmp_path / "bad.toml")
     assert "\n" not in str(info.value)
+
+
+def test_dims_naming_the_batch_says_to_use_batch():
+    path = Path(__file__).resolve().parents[2] / "data" / "onnx" / "vit_tiny.onnx"
+    with pytest.raises(OptmapError, match=r"dims names 'batch', the batch dimension of input 'image'; give the "
+                                          r"batch as \[workload\] batch = 3"):
+        read_onnx(path, dims={"batch": 3})
+    assert read_onnx(path, batch=3).batch == 3
