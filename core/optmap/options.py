@@ -246,10 +246,13 @@ def validate_options(
     try:
         validated = model.model_validate(options)
     except pydantic.ValidationError as exc:
-        errors = sorted(exc.errors(), key=lambda e: _ORDER.get(e["type"], 2))
+        # the deepest error of a union first: {bf16 = 0} is a table whose entry is out of range,
+        # not "a valid number"
+        errors = sorted(exc.errors(), key=lambda e: (_ORDER.get(e["type"], 2), -len(e["loc"])))
         if errors[0]["type"] == "extra_forbidden":  # a misspelt key is also reported missing
             errors = [e for e in errors if e["type"] != "missing"]
-        more = f"; {len(errors) - 1} more problem{'s' * (len(errors) > 2)} in this section" if len(errors) > 1 else ""
+        keys = len({e["loc"][0] if e["loc"] else "" for e in errors}) - 1  # a union's branches are one problem
+        more = f"; {keys} more problem{'s' * (keys > 1)} in this section" if keys else ""
         raise OptmapError(f"{what}: {_describe(errors[0], valid)}{more}") from None
     return {name: getattr(validated, name) for name in model.model_fields}
 

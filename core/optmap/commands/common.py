@@ -21,9 +21,10 @@ def add_problem_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, metavar="N",
-                        help="score batches in N local processes (for cost models without a vectorised evaluator)")
+                        help="N local processes: a run or compare scores its batches there (for cost models "
+                             "without a vectorised evaluator); a sweep runs its points there")
     parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="score batches on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
+                        help="the same on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
 
 
 def seed_argument(text: str) -> int:

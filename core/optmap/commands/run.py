@@ -108,9 +108,12 @@ def run(args) -> int:
 
         terminal.print(f"figure written to {save(plot, plot_run(result, problem.name), what='plot')}")
     if result.stopped == "interrupted":
-        saved = f"; checkpoint {checkpoint}" if checkpoint.exists() else ""
-        again = [word for word in args.argv if word != "--resume"] + ["--resume"]
-        print(f"interrupted after {result.evaluations:,} evaluations{saved}; continue with: "
-              f"{shlex.join(['optmap', *again])}", file=sys.stderr)
+        if checkpoint.exists():
+            again = [word for word in args.argv if word != "--resume"] + ["--resume"]
+            print(f"interrupted after {result.evaluations:,} evaluations; checkpoint {checkpoint}; continue with: "
+                  f"{shlex.join(['optmap', *again])}", file=sys.stderr)
+        else:
+            print(f"interrupted after {result.evaluations:,} evaluations; no checkpoint could be written "
+                  f"({checkpoint}), so a rerun starts afresh", file=sys.stderr)
         return 128 + int(result.extra.get("signal", 2))
     return 0
