@@ -26,12 +26,13 @@ SENSES = ("min", "max")
 
 @dataclass(frozen=True)
 class LayerCost:
-    """One row of a per-layer breakdown: seconds of compute and communication, and decisions."""
+    """One row of a per-layer breakdown: seconds of compute and communication, bytes of memory
+    where the model reports them (NaN where it does not), and the layer's decisions."""
 
     name: str
     compute: float
     communication: float
-    memory_bytes: float = 0.0
+    memory_bytes: float = math.nan  # NaN: the model does not report per-layer memory (JSON null)
     decisions: dict[str, Any] = field(default_factory=dict)
 
 
