@@ -83,8 +83,8 @@ def convergence(axes, result) -> None:
         evaluations = [h.evaluations for h in history] + [max(result.evaluations, history[-1].evaluations)]
         best = [h.best for h in history] + [history[-1].best]
         axes.step(evaluations, best, where="post", color="C0", marker="o", markersize=3)
-        if evaluations[-1] >= 10:
-            axes.set_xscale("log")
+        if evaluations[-1] >= 100 * max(1, evaluations[0]):  # log only over two decades or more: its
+            axes.set_xscale("log")  # labels then fall on decades; within one, minor labels overlap
         if min(best) > 0 and max(best) / min(best) >= 10:
             axes.set_yscale("log")
     axes.set_xlabel("evaluations")
