@@ -1,9 +1,11 @@
 """The ``dsm`` engine: DSM's pruned enumeration (§II-E) per layer and pass, then a chain DP across layers.
 
-1. Per layer, for every state (parallelism type, DySM factor, input kept) and whether its output
-   is kept by the next layer, the best core split and tiles of each pass (:mod:`tables`).
+1. Per layer, for every state (parallelism type, DySM factor, input kept, output kept), the best
+   core split and tiles of each pass (:mod:`tables`).
 2. Layers couple through relayouts and memory reuse only, so a min-plus DP over the series-parallel
-   view (:func:`optmap.chain_dp.solve`) finds the best states (note §3.6 "Viterbi/DP").
+   view (:func:`optmap.chain_dp.solve`) finds the best states (note §3.6 "Viterbi/DP"). The output
+   flag is part of the state, not a difference of two table entries: keeping an output can be the
+   only way a layer fits its scratchpad (a resident tensor needs one copy, a streamed one two).
 3. Around it, every on/off combination of the timestep-pipelining groups (each group solved
    exactly: the best per stage, then the best allocation of types by thresholds on the slowest
    stage), and, for inference with weight preloading, the paper's sweep (§III-B2): layers sorted
@@ -11,7 +13,7 @@
 
 Every assembled plan is scored by the evaluator, so the engine's answer is measured on the same
 scale as any other engine's. With ``prune = "none"`` and no preload sweep it is an exact optimum of
-the formulation (tested against ``exhaustive``).
+the formulation (tested against ``exhaustive``); ``"paper"`` is the paper's heuristic, not exact.
 """
 
 from __future__ import annotations
@@ -116,18 +118,22 @@ class _Planner:
         self.model, self.builder, self.reserved, self.preloaded = model, builder, reserved, preloaded
         self.fixed = fixed or {}
         self.P, self.F = len(model.ptypes), len(model.factors)
-        self.S = self.P * self.F * 2
+        self.S = self.P * self.F * 4
         self.layer_tables = {layer.name: self._layer(layer.name) for layer in model.graph.layers}
         self.groups = {run.name: self._group(run) for run in model.runs}
 
-    # --- states: (type, DySM factor, input kept) ------------------------------------------------
-    def state(self, p: int, f: int, r: int) -> int:
-        return (p * self.F + f) * 2 + r
+    # --- states: (type, DySM factor, input kept, output kept) ------------------------------------
+    def state(self, p: int, f: int, r: int, o: int) -> int:
+        return ((p * self.F + f) * 2 + r) * 2 + o
+
+    def unstate(self, s: int) -> tuple[int, int, int, int]:
+        """(type, DySM factor, input kept, output kept) of a state."""
+        return s // (self.F * 4), (s // 4) % self.F, (s // 2) % 2, s % 2
 
     @property
     def state_type(self) -> np.ndarray:
         """State -> position of its type in the model's types."""
-        return np.repeat(np.arange(self.P), self.F * 2)
+        return np.repeat(np.arange(self.P), self.F * 4)
 
     def _layer(self, name: str) -> dict:
         model = self.model
@@ -147,14 +153,14 @@ class _Planner:
                 best[pi, fi] = {pass_: self.builder.best(lm, pass_, int(p), model.factors[fi], combos,
                                                          preloaded=name in self.preloaded, reserved=self.reserved,
                                                          fork=fork) for pass_ in lm.passes}
-        cost = np.full((self.S, 2), np.inf)  # [state, output kept]
-        hold = np.zeros((self.S, 2), np.int64)
+        cost = np.full(self.S, np.inf)
+        hold = np.zeros(self.S, np.int64)
         for (pi, fi), passes in best.items():
             for j, (r, out, w) in enumerate(combos):
-                s = self.state(pi, fi, int(r))
+                s = self.state(pi, fi, int(r), int(out))
                 value = sum(pb.total[j] for pb in passes.values())
-                if value < cost[s, int(out)]:
-                    cost[s, int(out)], hold[s, int(out)] = value, int(w)
+                if value < cost[s]:
+                    cost[s], hold[s] = value, int(w)
         return {"best": best, "combos": [tuple(c) for c in combos], "cost": cost, "hold": hold}
 
     # --- timestep-pipelining groups -------------------------------------------------------------
@@ -213,39 +219,36 @@ class _Planner:
             elif n in member:
                 node_cost[i] = np.where(np.arange(self.S) == 0, self.groups[n]["cost"], np.inf)
             else:
-                node_cost[i] = self.layer_tables[n]["cost"][:, 0].copy()
+                node_cost[i] = self.layer_tables[n]["cost"].copy()
                 if f"{n}:reuse" in self.fixed:  # [fix]: only the states with that reuse flag
-                    node_cost[i][np.arange(self.S) % 2 != int(self.fixed[f"{n}:reuse"] == "Y")] = np.inf
+                    node_cost[i][np.arange(self.S) // 2 % 2 != int(self.fixed[f"{n}:reuse"] == "Y")] = np.inf
                 if pinned and n in pinned:  # other types forbidden
                     keep = self.state_type == model.ptypes.index(pinned[n])
                     node_cost[i] = np.where(keep, node_cost[i], np.inf)
         for u, v in view.edges:
-            edge_cost[index[u], index[v]] = self._edge(u, v, member, g)
+            edge_cost[index[u], index[v]] = self._edge(u, v, member)
         _, states = solve(*view.for_solver(index), node_cost, edge_cost)
         return self._vector({n: states[i] for n, i in index.items()}, member, tp)
 
-    def _edge(self, u: str, v: str, member: dict, g) -> np.ndarray:
+    def _edge(self, u: str, v: str, member: dict) -> np.ndarray:
+        """Relayout between the two ends' layouts; on the reuse edge, u keeps its output iff v keeps its
+        input, and only with v's type and DySM factor (§III-B1)."""
         model, S = self.model, self.S
         if u == SOURCE:
             return np.zeros((S, S))
-        p_of = self.state_type
-        f_of = np.tile(np.repeat(np.arange(self.F), 2), self.P)
-        r_of = np.tile(np.arange(2), self.P * self.F)
+        p_of, f_of, r_of, o_of = (np.array(k) for k in zip(*map(self.unstate, range(S))))
         types = model.ptype_index
         a = member[u].layers[-1] if u in member else u  # the real layers at the two ends
         b = member[v].layers[0] if v in member else v
         lu = np.full(S, PIPE) if u in member else types[p_of]
         lv = np.full(S, PIPE) if v in member else types[p_of]
         cost = relayout_table(model, a, b)[lu[:, None], lv[None, :]].copy()
-        if v in member:
+        if not model.graph.graph.edges[a, b]["reuse"]:
             return cost
-        if model.graph.graph.edges[a, b]["reuse"] and model.vars[v].reuse is not None:
-            kept = r_of[None, :] == 1
-            same = (p_of[:, None] == p_of[None, :]) & (f_of[:, None] == f_of[None, :]) & (u not in member)
-            extra = _kept_extra(self.layer_tables[u]["cost"])[:, None] \
-                if u not in member else np.full((S, 1), np.inf)
-            cost = np.where(kept, np.where(same, cost + extra, np.inf), cost)
-        return cost
+        kept = r_of[None, :] == 1 if v not in member else np.zeros((1, S), bool)
+        same = (p_of[:, None] == p_of[None, :]) & (f_of[:, None] == f_of[None, :])
+        ok = (o_of[:, None] == kept) & (~kept | same)
+        return np.where(ok, cost, np.inf)
 
     def _vector(self, states: dict[str, int], member: dict, tp: dict[str, bool]) -> np.ndarray:
         """The design-space vector of the DP's answer (every variable's choice index or level)."""
@@ -260,12 +263,9 @@ class _Planner:
                 self._stage_vector(x, name, member[name])
                 continue
             s = states[name]
-            pi, fi, r = s // (self.F * 2), (s // 2) % self.F, s % 2
-            consumer = model.graph.reuse_consumer(name)
-            out = int(consumer is not None and consumer not in member and model.vars[consumer].reuse is not None
-                      and states[consumer] % 2 == 1)
+            pi, fi, r, out = self.unstate(s)
             table = self.layer_tables[name]
-            w = int(table["hold"][s, out])
+            w = int(table["hold"][s])
             j = table["combos"].index((bool(r), bool(out), bool(w)))
             x[v.par] = pi
             for column, value in ((v.reuse, r), (v.dysm, fi), (v.wreuse, w), (v.preload, name in self.preloaded)):
@@ -327,13 +327,6 @@ def _best_cost(builder: TableBuilder, lm, preloaded: bool) -> float:
     """A layer's best cost with and without preloaded weights (the paper's sensitivity, §III-B2)."""
     return sum(float(np.min(builder.best(lm, pass_, 0, 1, [(False, False, False)], preloaded=preloaded).total))
                for pass_ in lm.passes)
-
-
-def _kept_extra(cost: np.ndarray) -> np.ndarray:
-    """What keeping its output for the next layer adds to a layer, per state (inf where impossible)."""
-    with np.errstate(invalid="ignore"):
-        extra = cost[:, 1] - cost[:, 0]
-    return np.where(np.isfinite(cost[:, 1]), extra, np.inf)
 
 
 def _need(model: DSMCostModel, name: str) -> float:

@@ -7,8 +7,9 @@ the engine scores the whole grid of core splits x tile levels of each pass in on
 §3.5): core splits of least work imbalance only ("if balanced configurations were not possible
 ... explore configurations that yield the least work imbalance"); and the tiles of a pass's
 reduction dimension mapped on the PE array (in for FWD, out for BWD) at the smallest level offered,
-which costs no traffic in an output-stationary loop and needs the least scratchpad. ``"none"``
-scores every candidate of the design space.
+which costs no traffic in an output-stationary loop and needs the least scratchpad. Where no
+split pruning keeps fits the scratchpad, every split is scored instead, so pruning never makes a
+feasible layer state infeasible. ``"none"`` scores every candidate of the design space.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class TableBuilder:
             out.append(np.array([count - 1]) if self.prune == "paper" and reduced else np.arange(count))
         return out
 
-    def splits(self, lm: LayerModel, chip: list, preloaded: bool) -> np.ndarray:
+    def splits(self, lm: LayerModel, chip: list, preloaded: bool, prune: str) -> np.ndarray:
         """Row indices of the split table to score for this ChipD.
 
         Preloaded weights are never replicated beyond need: such a layer only uses the splits that
@@ -85,7 +86,7 @@ class TableBuilder:
             core = [np.ceil(c / s) for c, s in zip(chip, splits.T)]
             weights = tensor_size(lm.layer, "K", core)
             rows = rows[weights <= weights.min()]
-        if self.prune != "paper":
+        if prune != "paper":
             return rows
         work = np.array([float(np.max(c)) for c in chip])
         waste = imbalance(work, self.model.splits[rows])
@@ -99,7 +100,7 @@ class TableBuilder:
         same = replace(lm.layer, name="" if pins is None else lm.layer.name, producers=(), from_input=False)
         key = (same, lm.torus, lm.hw, lm.phase, self.prune, self.model.splits.tobytes(), self.model.tile_levels,
                pass_, int(ptype), int(dysm), combos.tobytes(), bool(np.any(preloaded)), float(reserved), bool(fork),
-               tuple(sorted(pins.items())) if pins else None)
+               tuple(sorted(pins.items(), key=str)) if pins else None)  # keys: "split" and TILED indices
         if key not in self.cache:
             if len(self.cache) >= SHARED_LIMIT:
                 self.cache.clear()
@@ -116,8 +117,22 @@ class TableBuilder:
             pb = self.best(lm, pass_, ptype, dysm, distinct, preloaded=preloaded, reserved=reserved, fork=fork)
             back = np.array([distinct.index(k) for k in keys])
             return PassBest(combos, pb.total[back], pb.split[back], pb.levels[back], pb.per_step[back])
+        pb = self._grid(lm, pass_, ptype, dysm, combos, preloaded, reserved, fork, self.prune)
+        if self.prune == "paper" and not np.all(np.isfinite(pb.total)):
+            # no least-imbalance split fits the scratchpad: try every split rather than give up (the pruned
+            # tile levels already need the least scratchpad)
+            use = ~np.isfinite(pb.total)
+            wide = self._grid(lm, pass_, ptype, dysm, combos[use], preloaded, reserved, fork, "none")
+            for mine, theirs in ((pb.total, wide.total), (pb.split, wide.split), (pb.levels, wide.levels),
+                                 (pb.per_step, wide.per_step)):
+                mine[use] = theirs
+        return pb
+
+    def _grid(self, lm, pass_, ptype, dysm, combos, preloaded, reserved, fork, split_prune) -> PassBest:
+        """The minima over the splits ``split_prune`` keeps and the tile levels of the engine's rule
+        ([fix]ed values only where pinned)."""
         chip = lm.chip_work(ptype, dysm)
-        rows = self.splits(lm, chip, bool(np.any(preloaded)))
+        rows = self.splits(lm, chip, bool(np.any(preloaded)), split_prune)
         levels = self.levels(lm, chip, pass_)
         pins = self.pins.get((lm.layer.name, pass_), {})
         if "split" in pins:
