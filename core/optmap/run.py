@@ -149,17 +149,30 @@ def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchRes
         except Exception as exc:
             message = f"engine '{name}' raised {type(exc).__name__}: {exc}"
             raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}")) from exc
+    if not isinstance(extra, dict):
+        message = f"engine '{name}': search() returned {type(extra).__name__}, not a dict of facts or None"
+        raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}"))
     finished = extra.get("complete") is True  # an engine that says it covered its whole space
     stopped = "interrupted" if evaluator.stop_requested else "complete" if finished else \
         "budget" if evaluator.exhausted else "complete"
     if evaluator.stop_signal is not None:
         extra = {**extra, "signal": int(evaluator.stop_signal)}
-    result = evaluator.result(name, seed, stopped, extra)
+    try:
+        result = evaluator.result(name, seed, stopped, extra)
+    except OptmapError as exc:  # the best mapping's report failed: keep what was found without it
+        raise SearchFailed(str(exc), evaluator.result(name, seed, f"error: {exc}", extra, with_report=False)) from exc
     if result.best is None:
-        budget = " or raise the budget" if evaluator.exhausted and not finished else ""
-        raise SearchFailed(
-            f"engine '{name}' found no feasible mapping in {result.evaluations} evaluations; "
-            f"relax [constraints] or enlarge the system{budget}",
-            result,
-        )
+        raise SearchFailed(_nothing_feasible(name, result, evaluator, finished), result)
     return result
+
+
+def _nothing_feasible(name: str, result: SearchResult, evaluator: Evaluator, finished: bool) -> str:
+    """Why a run has no result, with the advice that fits."""
+    if result.evaluations == 0:
+        return f"engine '{name}' evaluated no mapping; it must score mappings through the evaluator"
+    if evaluator.not_a_number == result.evaluations:
+        return (f"engine '{name}': the cost model scored all {result.evaluations} mappings NaN; "
+                f"check its evaluate_batch (or the system's figures)")
+    budget = " or raise the budget" if evaluator.exhausted and not finished else ""
+    return (f"engine '{name}' found no feasible mapping in {result.evaluations} evaluations; "
+            f"relax [constraints] or enlarge the system{budget}")

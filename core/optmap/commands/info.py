@@ -77,7 +77,7 @@ def show(args) -> int:
     terminal = console()
     if args.decisions:
         terminal.print(rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
-                                  _decision_rows(problem.cost_model.space)))
+                                  _decision_rows(problem.space)))
         return 0
     workload, system = problem.workload, problem.system
     terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",

@@ -95,6 +95,11 @@ def run(args) -> int:
         progress.close()
         where = keep(result)
     terminal.print(result_table(result))
+    limit = problem.search.budget.evaluations
+    if limit and result.evaluations > limit and not result.extra.get("complete"):
+        print(f"note: engine '{engine}' made {result.evaluations:,} evaluations, more than the budget's {limit:,} "
+              f"(the budget is checked between batches); compare runs at equal evaluations with care",
+              file=sys.stderr)
     front = front_table(result)
     if front is not None:
         terminal.print(front)

@@ -58,6 +58,8 @@ def misfit(engine: Any, cost_model: Any) -> str | None:
     accepts = getattr(engine, "accepts", ())
     accepts = accepts if isinstance(accepts, (tuple, list, set, frozenset)) else ()
     if accepts and not any(isinstance(cost_model, a) if inspect.isclass(a) else a in offered for a in accepts):
-        names = ", ".join(getattr(a, "formulation", getattr(a, "__name__", str(a))) for a in accepts)
+        names = ", ".join(getattr(a, "formulation", a.__name__) if inspect.isclass(a) else
+                          f"models that offer the capability '{a}' (accepts lists cost model classes or "
+                          f"capability names, not registered names)" for a in accepts)
         return f"plans only for {names}"
     return None

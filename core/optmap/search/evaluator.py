@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from optmap.checkpoint import Checkpoint
-from optmap.cost import CostModel, evaluate_batch, unit
+from optmap.cost import CostModel, CostReport, evaluate_batch, unit
 from optmap.errors import OptmapError
 from optmap.search.archive import Archive
 from optmap.search.budget import Budget
@@ -68,6 +68,7 @@ class Evaluator:
         self.evaluations = 0
         self.started = time.perf_counter()
         self.stop_requested = False
+        self.not_a_number = 0  # mappings with a NaN objective (infinity is a model's way to say infeasible)
         self.expected: int | None = None  # evaluations an engine announces it will make (progress bars)
         self.stop_signal: int | None = None  # the signal that asked to stop, if any
         self.checkpoint = checkpoint or Checkpoint()
@@ -163,7 +164,7 @@ class Evaluator:
         X = self.space.repair(np.atleast_2d(np.asarray(X, float)))
         if len(X) == 0:
             return np.empty((0, len(self.objectives))), np.empty(0)
-        columns = self._batch(X)
+        columns = self._checked(self._batch(X), len(X))
         F = np.column_stack([np.asarray(columns[name], float) for name in self.objectives]) * self.signs
         violation = np.zeros(len(X))
         if "feasible" in columns:
@@ -173,9 +174,28 @@ class Evaluator:
         for metric, limit in self.lower_bounds.items():
             violation += np.maximum(0.0, limit - np.asarray(columns[metric], float)) / max(abs(limit), 1e-300)
         violation[~np.isfinite(F).all(1)] += 1.0
+        self.not_a_number += int(np.isnan(F).any(1).sum())
         violation[~np.isfinite(violation)] = 1.0
         self.record(X, F, violation)
         return F, violation
+
+    def _checked(self, columns: Any, rows: int) -> dict:
+        """The cost model's batch scores, refused in one line (naming the model, not the engine
+        that asked) when they are not one array of ``rows`` numbers per metric the problem uses."""
+        model = type(self.cost_model).__name__
+        if not isinstance(columns, dict):
+            raise OptmapError(f"cost model {model}: evaluate_batch returned {type(columns).__name__}, not a dict "
+                              f"of one array per metric")
+        used = (*self.objectives, *self.constraints, *self.lower_bounds)
+        absent = [name for name in used if name not in columns]
+        if absent:
+            raise OptmapError(f"cost model {model}: evaluate_batch gave no '{absent[0]}', which the problem uses; "
+                              f"it gave {', '.join(map(str, columns)) or 'nothing'}")
+        for name in (*used, *(("feasible",) if "feasible" in columns else ())):
+            if np.shape(columns[name]) != (rows,):
+                raise OptmapError(f"cost model {model}: evaluate_batch's '{name}' has shape {np.shape(columns[name])} "
+                                  f"for {rows} rows; give one value per row")
+        return columns
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         F, violation = self.evaluate(X)
@@ -209,15 +229,20 @@ class Evaluator:
         self.started = time.perf_counter() - seconds
         self.archive.restore(state)
 
-    def result(self, engine: str, seed: int, stopped: str, extra: dict | None = None) -> SearchResult:
-        """The run's result: best mapping, its full report, front, history."""
+    def result(self, engine: str, seed: int, stopped: str, extra: dict | None = None,
+               with_report: bool = True) -> SearchResult:
+        """The run's result: best mapping, its full report (unless ``with_report`` is false),
+        front, history."""
         if self.history and self.history[-1].evaluations != self.evaluations:
             self.archive.note(self.evaluations, self.elapsed, force=True)
         best = report = None
         values: dict[str, float] = {}
         if self.best_x is not None:
             best = self.space.decode(self.best_x)
-            report = self.cost_model.evaluate(best)
+            report = self.cost_model.evaluate(best) if with_report else None
+            if with_report and not isinstance(report, CostReport):
+                raise OptmapError(f"cost model {type(self.cost_model).__name__}: evaluate returned "
+                                  f"{type(report).__name__}, not an optmap.cost.CostReport")
             values = dict(zip(self.objectives, map(float, self.best_f * self.signs)))
         front = [
             (self.space.decode(x), dict(zip(self.objectives, map(float, f * self.signs))))
