@@ -71,20 +71,10 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 PROBLEM = '''
-[workload]
-model = "lenet"
-batch = 8
-dtype = "bf16"
-[system]
-topology = "fully-connected"
-[[system.groups]]
-accelerator = "tpu-v3"
-count = 2
-[cost]
-model = "good"
-[search]
-engine = "random"
-budget = { evaluations = 16 }
+workload = { model = "lenet", batch = 8, dtype = "bf16" }
+system = { topology = "fully-connected", groups = [{ accelerator = "tpu-v3", count = 2 }] }
+cost = { model = "good" }
+search = { engine = "random", budget = { evaluations = 16 } }
 '''
 
 
