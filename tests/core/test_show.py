@@ -7,6 +7,7 @@ from pathlib import Path
 
 import optmap
 import pytest
+from conftest import two_kinds_problem
 from optmap.cli import main
 from optmap.saved import read_saved, result_from_json
 
@@ -14,27 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ALEXNET_TXT = ROOT / "problems" / "accpar" / "networks" / "Alexnet.txt"
 PNG = b"\x89PNG\r\n\x1a\n"
 
-PROBLEM = """\
-name = "vgg11 on 2 tpu-v2 + 2 tpu-v3"
-[workload]
-model = "vgg11"
-batch = 32
-dtype = "bf16"
-[system]
-topology = "hierarchical"
-latency_us = 0.0
-[[system.groups]]
-accelerator = "tpu-v2"
-count = 2
-[[system.groups]]
-accelerator = "tpu-v3"
-count = 2
-[cost]
-model = "accpar"
-[search]
-engine = "accpar"
-seed = 0
-"""
+PROBLEM = two_kinds_problem("vgg11 on 2 tpu-v2 + 2 tpu-v3", "vgg11", 32)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import optmap
 import pytest
+from conftest import two_kinds_problem
 from optmap.errors import OptmapError
 from optmap.sweep import plan, run, sweep
 from optmap.sweep.design import expand_key, expand_range, parse_vary, points, split_values
@@ -17,28 +18,7 @@ from optmap.sweep.summary import axes, pivot
 from optmap.sweep.sweepfile import read_sweep_file
 
 ROOT = Path(__file__).resolve().parents[2]
-HETERO = """\
-name = "lenet on tpu-v2 + tpu-v3"
-[workload]
-model = "lenet-caffe"
-batch = 64
-dtype = "bf16"
-[system]
-topology = "hierarchical"
-latency_us = 0.0
-[[system.groups]]
-accelerator = "tpu-v2"
-count = 2
-[[system.groups]]
-accelerator = "tpu-v3"
-count = 2
-[cost]
-model = "accpar"
-[search]
-engine = "accpar"
-seed = 0
-budget = { evaluations = 200 }
-"""
+HETERO = two_kinds_problem("lenet on tpu-v2 + tpu-v3", "lenet-caffe", 64, evaluations=200)
 
 
 @pytest.fixture

@@ -12,34 +12,14 @@ from pathlib import Path
 
 import optmap
 import pytest
+from conftest import two_kinds_problem
 from optmap.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).with_name("optmap")
 OPTMAP = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "optmap.cli"]
 
-PROBLEM = """\
-name = "lenet on tpu-v2 + tpu-v3"
-[workload]
-model = "lenet-caffe"
-batch = 64
-dtype = "bf16"
-[system]
-topology = "hierarchical"
-latency_us = 0.0
-[[system.groups]]
-accelerator = "tpu-v2"
-count = 2
-[[system.groups]]
-accelerator = "tpu-v3"
-count = 2
-[cost]
-model = "accpar"
-[search]
-engine = "accpar"
-seed = 0
-budget = { evaluations = 1500 }
-"""
+PROBLEM = two_kinds_problem("lenet on tpu-v2 + tpu-v3", "lenet-caffe", 64, evaluations=1500)
 
 
 @pytest.fixture
