@@ -20,20 +20,10 @@ import pstats
 import time
 
 import numpy as np
-from timing import ROOT, machine, verdict
+from timing import ROOT, accpar_problem, machine, verdict
 
 import optmap
-from optmap.problem import build_problem
 from optmap.search import Evaluator
-
-
-def problem(model: str, groups: list[tuple[str, int]]):
-    return build_problem({
-        "workload": {"model": model, "batch": 512, "dtype": "bf16"},
-        "system": {"topology": "hierarchical", "latency_us": 0.0,
-                   "groups": [{"accelerator": a, "count": n} for a, n in groups]},
-        "cost": {"model": "accpar"},
-    })
 
 
 def rates(function, X: np.ndarray, repeats: int = 5) -> tuple[float, float]:
@@ -54,9 +44,9 @@ def main() -> None:
     args = parser.parse_args()
     print(machine())
     rng = np.random.default_rng(0)
-    cases = [("vgg19, 8 tpu-v3", problem("vgg19", [("tpu-v3", 8)]).cost_model, args.rows, 1e6),
-             ("resnet50, 512 tpu-v2 + 512 tpu-v3", problem("resnet50", [("tpu-v2", 512), ("tpu-v3", 512)]).cost_model,
-              args.rows // 5, 1e5)]
+    hetero = accpar_problem("resnet50", [("tpu-v2", 512), ("tpu-v3", 512)]).cost_model
+    cases = [("vgg19, 8 tpu-v3", accpar_problem("vgg19", [("tpu-v3", 8)]).cost_model, args.rows, 1e6),
+             ("resnet50, 512 tpu-v2 + 512 tpu-v3", hetero, args.rows // 5, 1e5)]
     for label, model, rows, target in cases:
         cpu, wall = rates(model.evaluate_batch, model.space.sample(rng, rows))
         print(f"{label} ({model.hierarchy.depth} levels, {model.space.width} decisions): {cpu:,.0f} mappings per "

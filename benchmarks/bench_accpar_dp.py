@@ -12,22 +12,12 @@ Medians of several runs, in CPU seconds (and wall). Not a test.
 
 from __future__ import annotations
 
-from timing import machine, timed, verdict
+from timing import accpar_problem, machine, timed, verdict
 
 from optmap.plugins.accpar.engines import AccParSearch, level_plans
 from optmap.plugins.accpar.model import AccParCostModel
-from optmap.problem import build_problem
 from optmap.search import Evaluator
 from optmap.workload import WorkloadBuilder
-
-
-def problem(model: str, groups: list[tuple[str, int]]):
-    return build_problem({
-        "workload": {"model": model, "batch": 512, "dtype": "bf16"},
-        "system": {"topology": "hierarchical", "latency_us": 0.0,
-                   "groups": [{"accelerator": a, "count": n} for a, n in groups]},
-        "cost": {"model": "accpar"},
-    })
 
 
 def chain_workload(layers: int):
@@ -40,15 +30,15 @@ def chain_workload(layers: int):
 
 def main() -> None:
     print(machine())
-    homog = problem("resnet152", [("tpu-v3", 1024)]).cost_model
+    homog = accpar_problem("resnet152", [("tpu-v3", 1024)]).cost_model
     t = timed(lambda: level_plans(homog, {}), 15)
     print(f"resnet152, 1024 tpu-v3, {len(homog.graph.names)} nodes, {homog.hierarchy.depth} levels, one DP: {t}; "
           f"target <= 5 ms: {verdict(t.cpu, 5e-3)}")
-    hetero = problem("resnet152", [("tpu-v2", 512), ("tpu-v3", 512)]).cost_model
+    hetero = accpar_problem("resnet152", [("tpu-v2", 512), ("tpu-v3", 512)]).cost_model
     t = timed(lambda: AccParSearch().search(Evaluator(hetero, ["time"]), 0), 3)
     print(f"resnet152, 512 tpu-v2 + 512 tpu-v3, {hetero.hierarchy.depth} levels, accpar engine "
           f"({hetero.ratio_steps - 1} shares): {t}; target <= 0.2 s: {verdict(t.cpu, 0.2)}")
-    chain = AccParCostModel(chain_workload(1000), problem("vgg11", [("tpu-v3", 1024)]).system)
+    chain = AccParCostModel(chain_workload(1000), accpar_problem("vgg11", [("tpu-v3", 1024)]).system)
     print(f"1000-layer chain, {chain.hierarchy.depth} levels, one DP: {timed(lambda: level_plans(chain, {}), 3)}")
 
 

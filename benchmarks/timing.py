@@ -1,4 +1,5 @@
-"""What the speed benchmarks share: the machine they ran on, and timings in CPU and wall seconds.
+"""What the speed benchmarks share: the machine they ran on, timings in CPU and wall seconds, and
+the AccPar problems two of them measure.
 
 The development machine is shared (2 cores, often a load of 5-10), so wall time says more about
 the neighbours than about optmap: every figure is given in CPU seconds of the measured process
@@ -89,3 +90,16 @@ def optmap_command() -> list[str]:
 def verdict(value: float, target: float, smaller_is_better: bool = True) -> str:
     met = value <= target if smaller_is_better else value >= target
     return "meets" if met else "misses"
+
+
+def accpar_problem(model: str, groups: list[tuple[str, int]]):
+    """AccPar on ``model`` (batch 512, bf16) over a hierarchical system of (accelerator, count) groups."""
+    from optmap.problem import build_problem
+
+    return build_problem({
+        "workload": {"model": model, "batch": 512, "dtype": "bf16"},
+        "system": {"topology": "hierarchical", "latency_us": 0.0,
+                   "groups": [{"accelerator": a, "count": n} for a, n in groups]},
+        "cost": {"model": "accpar"},
+    })
+
