@@ -71,14 +71,20 @@ def training_ladder() -> dict:
     return out
 
 
-def inference_bars() -> dict:
+def grid(label: str, kind: str, values, configs: dict, overrides) -> dict:
+    """``explore`` for every net, value and config: {(net, value, config): plan}, with
+    ``overrides(value)`` the --set entries a value adds; one progress line per net."""
     out = {}
     for net in NETS:
-        for batch in BATCHES:
-            for step, sets in INFERENCE.items():
-                out[net, batch, step] = explore(f"{net}-infer", {**sets, "workload.batch": str(batch)})
-        print(f"inference {net} done", flush=True)
+        for value in values:
+            for config, sets in configs.items():
+                out[net, value, config] = explore(f"{net}-{kind}", {**sets, **overrides(value)})
+        print(f"{label} {net} done", flush=True)
     return out
+
+
+def inference_bars() -> dict:
+    return grid("inference", "infer", BATCHES, INFERENCE, lambda batch: {"workload.batch": str(batch)})
 
 
 def torus_comparison() -> dict:
@@ -88,24 +94,12 @@ def torus_comparison() -> dict:
 
 
 def peak_sweep() -> dict:
-    out = {}
-    for net in NETS:
-        for chips in CHIPS:
-            for config, sets in SWEEP_CONFIGS.items():
-                shape = {"system.groups.0.count": str(chips), "system.shape": f"[4, {chips // 4}]"}
-                out[net, chips, config] = explore(f"{net}-train", {**sets, **shape})
-        print(f"Fig. 14 {net} done", flush=True)
-    return out
+    return grid("Fig. 14", "train", CHIPS, SWEEP_CONFIGS,
+                lambda chips: {"system.groups.0.count": str(chips), "system.shape": f"[4, {chips // 4}]"})
 
 
 def spad_sweep() -> dict:
-    out = {}
-    for net in NETS:
-        for mb in SPADS:
-            for config, sets in SWEEP_CONFIGS.items():
-                out[net, mb, config] = explore(f"{net}-train", {**sets, "system.groups.0.spad_mb": str(mb)})
-        print(f"Fig. 15 {net} done", flush=True)
-    return out
+    return grid("Fig. 15", "train", SPADS, SWEEP_CONFIGS, lambda mb: {"system.groups.0.spad_mb": str(mb)})
 
 
 def engines_on_small() -> dict:

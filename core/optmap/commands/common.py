@@ -47,8 +47,9 @@ def load_plugins(args):
     """The plugin host for the command's --plugin and -p, after one warning line per failed plugin."""
     from optmap.host import load_host
 
-    host = load_host(tuple(args.plugin or ()), disabled(args))
-    unknown = [name for name in disabled(args) if name not in host.installed]
+    off = disabled(args)
+    host = load_host(tuple(args.plugin or ()), off)
+    unknown = [name for name in off if name not in host.installed]
     if unknown:
         from optmap.errors import did_you_mean
 
