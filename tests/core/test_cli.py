@@ -79,6 +79,32 @@ def test_import_cli_is_light():
     assert proc.stdout.strip() == "[]"
 
 
+def test_quickstart_run_starts_light(tmp_path):
+    """`optmap run` on the quickstart (AccPar's own engine) loads no random-number generators,
+    statistics or pydantic, and starts numpy's BLAS with one thread (issue 14: 0.1 CPU s of start-up)."""
+    code = (
+        "import os, sys, contextlib, io\n"
+        "os.environ.pop('OPENBLAS_NUM_THREADS', None); os.environ.pop('OMP_NUM_THREADS', None)\n"
+        "from optmap.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['run', {str(ROOT / 'problems' / 'quickstart.toml')!r}, '--json', {str(tmp_path / 'r.json')!r}])\n"
+        "assert code == 0\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], [m for m in ('numpy.random', 'statistics', 'pydantic')"
+        " if m in sys.modules])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "1 []"
+
+
+def test_a_blas_thread_count_the_user_set_is_kept():
+    code = "import os; from optmap.cli import single_threaded_blas; single_threaded_blas(); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    for env, expected in (({"OMP_NUM_THREADS": "4"}, "None"), ({"OPENBLAS_NUM_THREADS": "2"}, "2")):
+        clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**clean, **env})
+        assert proc.stdout.strip() == expected, proc.stderr
+
+
 def test_plugins_does_not_import_search_libraries():
     """`optmap plugins` loads our plugin packages (networkx, numpy are fine) but no search library."""
     code = (

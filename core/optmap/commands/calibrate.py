@@ -14,8 +14,6 @@ measurements next to it (``<out>.json``), which ``optmap calibrate --refit`` fit
 from __future__ import annotations
 
 import os
-import platform
-import statistics
 import time
 from pathlib import Path
 
@@ -73,6 +71,8 @@ class Timer:
                 begin = time.perf_counter()
                 fn()
                 times.append(time.perf_counter() - begin)
+        import statistics  # here, not at the top: every optmap command builds this parser
+
         return statistics.median(times)
 
 
@@ -189,6 +189,8 @@ def measure(device_name: str, dtype_name: str, quick: bool, repeats: int | None,
             samples.append(Sample(f"conv-{split}", network, f"{network} {layer.name} {split}/{k}", "conv2d",
                                   shape, passes, seconds, k))
         task(f"{network} {layer.name} {split}/{k}")
+    import platform
+
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
     memory = (torch.cuda.get_device_properties(device).total_memory if device.type == "cuda"
               else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
