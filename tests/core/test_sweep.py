@@ -111,6 +111,29 @@ def test_interrupted_points_are_not_recorded(problem, tmp_path, monkeypatch):
     assert len(calls) == 2 and len(recorded) == 1  # stopped at the interrupted point; the third never started
 
 
+def test_the_files_list_rows_in_grid_order_whatever_order_they_finish_in(problem, tmp_path, monkeypatch):
+    from optmap import sweep as sweep_module
+    from optmap.sweep import execute
+
+    def fake(job):
+        return {**job["row"], "engine": "accpar", "seed": 0, "objectives": {"time": 1.0}, "metrics": {},
+                "stopped": "complete", "error": None}
+
+    def backwards(jobs, on_row, workers=None, scheduler=None):  # as parallel workers may finish
+        for job in reversed(jobs):
+            on_row(fake(job))
+        return True
+
+    monkeypatch.setattr(sweep_module, "run_tasks", backwards)
+    Store(tmp_path / "grid").add({**fake(execute.task(plan([problem], ["workload.batch=32"], out=tmp_path / "x").points[0])),
+                                  "id": "an-older-sweep"})
+    study = run(plan([problem], ["system.groups.*.count=2,4,8"], out=tmp_path / "grid"))
+    rows = json.loads((tmp_path / "grid.json").read_text())["rows"]
+    assert [row["set"]["system.groups.*.count"] for row in rows[:3]] == [2, 4, 8]
+    assert rows[3]["id"] == "an-older-sweep"  # a row of another sweep is kept, after this one's
+    assert [row["id"] for row in rows[:3]] == [row["id"] for row in study.rows]
+
+
 def test_store_writes_atomically_and_refuses_foreign_files(tmp_path, monkeypatch):
     store = Store(tmp_path / "out")
     store.add({"id": "a", "problem": "p", "engine": "e", "seed": 0, "objectives": {"time": 1.0}})

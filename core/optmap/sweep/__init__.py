@@ -158,7 +158,9 @@ def summarise(study: Study) -> None:
             study.rows[-1]["axes"] = point.axes  # rows of an older optmap lack them
     sense = study.senses[0] if study.senses else "min"
     study.derived = derive(study.rows, study.config.baseline, study.objectives[0], sense) if study.objectives else None
-    if study.rows:
+    if study.rows:  # the files list this sweep's rows in grid order (workers finish in any order), then the others
+        ours = {row["id"]: row for row in study.rows}
+        study.store.rows = {**ours, **{key: row for key, row in study.store.rows.items() if key not in ours}}
         study.store.write()
 
 
