@@ -5,12 +5,19 @@
 - a chain of 10,000 FC layers (the AccPar text format) on 8 TPU-v3: the default output (the
   per-layer table summarised to its most expensive rows), ``--layers all`` and ``--quiet``.
 
-    python benchmarks/bench_cli.py [--repeats 5] [--skip-all]
+The figure depends on the environment as much as on optmap: an editable install adds its
+import finder, and a site with extra ``.pth`` files or ``PYTHONDONTWRITEBYTECODE`` (no cached
+bytecode: every module compiled on every start) adds more. The script prints the interpreter's
+bare start-up (``python -c pass``) beside it; ``--optmap PATH`` times another installed command,
+e.g. one in a fresh virtual environment made with ``pip install .``, as a user has it.
+
+    python benchmarks/bench_cli.py [--repeats 5] [--skip-all] [--optmap PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
@@ -45,9 +52,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--skip-all", action="store_true", help="skip the slow --layers all run")
+    parser.add_argument("--optmap", metavar="PATH", help="the optmap command to time (default: this environment's)")
     args = parser.parse_args()
     print(machine())
-    run = [*optmap_command(), "run"]
+    command = [args.optmap] if args.optmap else optmap_command()
+    python = Path(command[0]).with_name("python") if args.optmap else Path(sys.executable)
+    print(f"{command[0]}; the interpreter's bare start-up (python -c pass): {process([str(python), '-c', 'pass'], args.repeats)}")
+    run = [*command, "run"]
     with tempfile.TemporaryDirectory() as folder:
         out = str(Path(folder) / "result.json")
         quick = process([*run, str(ROOT / "problems" / "quickstart.toml"), "--json", out], args.repeats)
