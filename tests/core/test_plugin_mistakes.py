@@ -47,6 +47,13 @@ PLUGIN = textwrap.dedent('''
             return {"latency": np.ones(len(X))}
 
 
+    class ShortReport(Base):
+        metrics = ("time", "memory")
+
+        def evaluate_batch(self, X):
+            return {"time": 1.0 + X.sum(1), "memory": np.ones(len(X))}
+
+
     class AllNaN(Base):
         def evaluate_batch(self, X):
             return {"time": np.full(len(X), np.nan)}
@@ -61,7 +68,8 @@ PLUGIN = textwrap.dedent('''
     @hookimpl
     def optmap_register_cost_models(register):
         for name, model in (("good", Base), ("dict-report", DictReport), ("wrong-length", WrongLength),
-                            ("no-time", NoTime), ("all-nan", AllNaN)):
+                            ("no-time", NoTime), ("all-nan", AllNaN),
+                            ("short-report", ShortReport)):
             register(name, model)
 
 
@@ -90,6 +98,7 @@ def run(tmp_path, *args):
     ("wrong-length", "cost model WrongLength: evaluate_batch's 'time' has shape (17,) for 16 rows"),
     ("no-time", "cost model NoTime: evaluate_batch gave no 'time', which the problem uses; it gave latency"),
     ("all-nan", "the cost model scored all 16 mappings NaN"),
+    ("short-report", "cost model ShortReport: evaluate's report has no 'memory', which its metrics declare"),
 ])
 def test_cost_model_mistakes_name_the_model(tmp_path, model, message):
     proc = run(tmp_path, "--set", f'cost.model="{model}"', "--set", 'objective.minimize=["time"]')

@@ -243,6 +243,10 @@ class Evaluator:
             if with_report and not isinstance(report, CostReport):
                 raise OptmapError(f"cost model {type(self.cost_model).__name__}: evaluate returned "
                                   f"{type(report).__name__}, not an optmap.cost.CostReport")
+            absent = [m for m in getattr(self.cost_model, "metrics", ()) if with_report and m not in report.metrics]
+            if absent:
+                raise OptmapError(f"cost model {type(self.cost_model).__name__}: evaluate's report has no '{absent[0]}', "
+                                  f"which its metrics declare; report every declared metric (NaN where undefined)")
             values = dict(zip(self.objectives, map(float, self.best_f * self.signs)))
         front = [
             (self.space.decode(x), dict(zip(self.objectives, map(float, f * self.signs))))
