@@ -24,7 +24,7 @@ from .tables import TYPE_III, inter_fraction_of, intra_products, transition_code
 class Dims:
     """Tensor dimensions of every node as one sub-array class sees them (leading axes broadcast)."""
 
-    sizes: np.ndarray  # (3, ...): batch, in-channels, out-channels of every node
+    sizes: np.ndarray  # (3, rows or 1, nodes): batch, in-channels, out-channels of every node
     share: np.ndarray  # this sub-array's share of the whole work
     scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
 
@@ -46,7 +46,7 @@ class Decisions:
         self.tables, self.state, self.code, self.every = tables, state, code, every
         nodes = tables[0].shape[-1]
         self.index = state * nodes + np.arange(nodes, dtype=np.int32)
-        self._picks = {nodes: self.index}  # gather indices into (3, ...) stacks, by stack size / 3
+        self._picks = {nodes: self.index}  # pick()'s gather indices, by the size of one stacked plane
         self._fractions: dict[float, np.ndarray] = {}
         self._factors: dict[float, np.ndarray] = {}
 
@@ -134,7 +134,7 @@ class LevelCosts:
         nodes, edges, same = [], [], True
         for side, share, shape_share, weight, linear in self._sides(split, dims, share0):
             seconds = self.seconds[(split.level, split.parent)][side]
-            inter = received * decided.fraction(shape_share)
+            inter = received * decided.fraction(shape_share)  # Table 5: a fraction of A(F_{l+1})
             if linear or np.ndim(weight):
                 nodes.append((intra * weight, seconds))
                 inter = inter * weight  # B rows of weights may widen it

@@ -126,6 +126,7 @@ class AccParCostModel(LevelCosts, CostModel):
         self._state_columns = np.array(
             [[self.space.index(self.variable(h, n)) for n in g.names] for h in range(self.hierarchy.depth)], int
         )
+        assert np.array_equal(self._state_columns.ravel(), np.arange(self._state_columns.size)), "states first (_decode)"
         self._ratio_columns = {s.ratio: self.space.index(s.ratio) for s in self.hierarchy.ratios}
 
     # --- the design space ---------------------------------------------------------------------
@@ -168,7 +169,8 @@ class AccParCostModel(LevelCosts, CostModel):
 
     # --- whole-plan evaluation ----------------------------------------------------------------
     def _decode(self, X: np.ndarray):
-        states = X.take(self._state_columns, axis=1).astype(np.int32)  # int32: faster index arithmetic
+        # the space lists the states first, level by level (_space): a slice, as int32 (faster indices)
+        states = X[:, :self._state_columns.size].reshape(len(X), *self._state_columns.shape).astype(np.int32)
         shares = {name: X[:, [col]] / self.ratio_steps for name, col in self._ratio_columns.items()}
         return states, shares
 
@@ -238,8 +240,8 @@ class AccParCostModel(LevelCosts, CostModel):
             else:
                 share = np.reshape(dims.share, (-1, 1))  # (1, 1), or one per plan (n, 1)
                 compute = np.maximum(compute, share * self.layer_flops / kind.flops_per_s(dtype))  # Eq. 8 at the leaf
-            weights = np.broadcast_to(dims.d_in * dims.d_out * g.kernel, (n, len(g.names))).sum(1)
-            stored = np.broadcast_to(dims.batch * dims.d_in * g.s_in, (n, len(g.names))).sum(1)
+            weights = (dims.d_in * dims.d_out * g.kernel).sum(-1)  # per plan, or one for all (1,)
+            stored = (dims.batch * dims.d_in * g.s_in).sum(-1)
             need = self.bytes * (self.weight_copies * weights + stored)
             memory = np.maximum(memory, need)
             if self.check_memory:

@@ -73,8 +73,9 @@ CROSS_TERMS, FULL_TERMS = _transition_terms()
 
 def transition_code(role_u, state_u, role_v, state_v):
     """Index of a (role, state) → (role, state) transition into CROSS_TERMS / FULL_TERMS:
-    ((role_u·3 + state_u)·2 + role_v)·3 + state_v, written so the states enter last."""
-    return (18 * role_u + 3 * role_v) + (6 * state_u + state_v)
+    ((role_u·3 + state_u)·2 + role_v)·3 + state_v, written so the states enter last (and the
+    roles as int32, so that int32 states give int32 codes)."""
+    return np.asarray(18 * role_u + 3 * role_v, np.int32) + (6 * state_u + state_v)
 
 
 def inter_fraction_of(code, share) -> np.ndarray:
