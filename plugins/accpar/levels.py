@@ -10,43 +10,84 @@ and for the per-level tables of the layer DP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from .dp import ChainDP
 from .hierarchy import Split
-from .tables import (
-    SPLITS_BATCH,
-    SPLITS_IN,
-    SPLITS_OUT,
-    inter_fraction_of,
-    intra_from,
-    intra_operands,
-    transition_code,
-)
+from .tables import TYPE_III, inter_fraction_of, intra_products, transition_code
 
 
 @dataclass
 class Dims:
     """Tensor dimensions of every node as one sub-array class sees them (leading axes broadcast)."""
 
-    batch: np.ndarray
-    d_in: np.ndarray
-    d_out: np.ndarray
+    sizes: np.ndarray  # (3, rows or 1, nodes): batch, in-channels, out-channels of every node
     share: np.ndarray  # this sub-array's share of the whole work
     scale: np.ndarray | float = 1.0  # cost multiplier of this sub-array ("linear" share scaling)
 
+    batch = property(lambda self: self.sizes[0])
+    d_in = property(lambda self: self.sizes[1])
+    d_out = property(lambda self: self.sizes[2])
 
-@dataclass(frozen=True)
+
 class Decisions:
-    """A level's states and what follows from them, computed once for every split of the level."""
+    """A level's states and what follows from them, shared by every split of the level; each part
+    is computed when a split first needs it.
 
-    state: np.ndarray  # (rows, nodes), or all three states on a leading axis
-    code: np.ndarray | None  # transition code of every edge (tables.transition_code)
-    masks: tuple[np.ndarray, np.ndarray, np.ndarray]  # node splits batch, in-channels, out-channels
-    operands: tuple  # Table 4's factors per node (tables.intra_operands)
-    factors: dict = field(default_factory=dict)  # shrink factors per fixed share (filled on use)
+    ``tables`` are the model's per-state tables (:func:`~.tables.state_tables`), (3, nodes) rows
+    gathered at ``index`` = state·nodes + node. ``every`` marks all three states on a leading axis
+    (``state`` = 0, 1, 2 there), which the DP's tables take.
+    """
+
+    def __init__(self, tables, state, code=None, every: bool = False) -> None:
+        self.tables, self.state, self.code, self.every = tables, state, code, every
+        nodes = tables[0].shape[-1]
+        self.index = state * nodes + np.arange(nodes, dtype=np.int32)
+        self._picks = {nodes: self.index}  # pick()'s gather indices, by the size of one stacked plane
+        self._fractions: dict[float, np.ndarray] = {}
+        self._factors: dict[float, np.ndarray] = {}
+
+    @cached_property
+    def constant(self) -> np.ndarray:
+        """Table 4's constant factor of every node's state: k, HoWo or HiWi (0 for merge nodes)."""
+        return self.tables[0].take(self.index)
+
+    @cached_property
+    def masks(self) -> np.ndarray:
+        """(3, ...): whether every node's state splits its batch, in- and out-channels (§3.2)."""
+        return self.tables[1].reshape(3, -1).take(self.index, axis=1)
+
+    def pick(self, stacked: np.ndarray) -> np.ndarray:
+        """Every node's entry of ``stacked`` (3, ..., nodes), the one of its state: one gather at
+        state·size + position (the level's ``index`` for a stack of one row)."""
+        if self.every:
+            return stacked
+        size = stacked[0].size
+        if size not in self._picks:
+            self._picks[size] = self.state * size + np.arange(size, dtype=np.int32).reshape(stacked.shape[1:])
+        return stacked.take(self._picks[size])
+
+    def fraction(self, share) -> np.ndarray:
+        """Table 5 for every edge's transition, for the side with ``share``."""
+        if np.ndim(share):
+            return inter_fraction_of(self.code, share)
+        if share not in self._fractions:
+            self._fractions[share] = inter_fraction_of(self.code, share)
+        return self._fractions[share]
+
+    def factors(self, share) -> np.ndarray:
+        """(3, ...) factors of batch, D_i, D_o for the side with ``share``: the share along the
+        dimensions every node's state splits, else 1 (§3.2 SHRINK). A share per plan (B, 1) is
+        gathered from per-plan pairs (1, share) at 2·b + mask."""
+        if np.ndim(share):
+            pairs = np.concatenate([np.ones_like(share), share], axis=-1)
+            return pairs.take(self.masks + np.arange(0, pairs.size, 2, dtype=np.int32).reshape(-1, 1))
+        if share not in self._factors:
+            self._factors[share] = np.where(self.tables[1], share, 1.0).reshape(3, -1).take(self.index, axis=1)
+        return self._factors[share]
 
 
 class LevelCosts:
@@ -58,15 +99,20 @@ class LevelCosts:
         paper = {"accessor": own, "remote": other, "min": min(own, other)}[self.bandwidth]
         return min(paper, self.networks[(split.level, split.parent)].bandwidth)  # and a link the file set
 
-    def _decisions(self, state, state_u=None, state_v=None) -> Decisions:
-        """What a level's states decide, once for all its splits: the nodes' states, the edges'
-        transitions (when ``state_u``/``state_v`` are given) and which dimension each node splits."""
+    def _split_seconds(self, split: Split) -> tuple[float, float]:
+        """Seconds per element each side of ``split`` fetches (Eq. 7: bytes over bandwidth); 1 in
+        "comm_only" mode, which counts elements."""
+        if self.mode == "comm_only":
+            return 1.0, 1.0
+        return tuple(self.bytes / self._side_bandwidth(split, side) for side in (0, 1))
+
+    def _decisions(self, state, state_u=None, state_v=None, every: bool = False) -> Decisions:
+        """What a level's states decide, once for all its splits: the nodes' states and the edges'
+        transitions (when ``state_u``/``state_v`` are given)."""
         g = self.graph
-        node_code = g.role * 3 + state
         code = None if state_u is None else np.ascontiguousarray(  # C order: edge sums add up as before
             transition_code(g.edge_role_u, state_u, g.edge_role_v, state_v))
-        masks = tuple(mask.ravel().take(node_code) for mask in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT))
-        return Decisions(state, code, masks, intra_operands(g.role, state, g.kernel, g.s_in, g.s_out))
+        return Decisions(self.state_tables, state, code, every)
 
     def _sides(self, split: Split, dims: Dims, share0):
         """Per side of ``split``: (side, share, share its tensor shapes see, cost weight)."""
@@ -81,13 +127,14 @@ class LevelCosts:
         """Per-node and per-edge cost of one split, the slowest side's (or both sides' sum):
         (node elements, edge elements, node seconds, edge seconds)."""
         g = self.graph
-        intra = intra_from(decided.operands, dims.batch, dims.d_in, dims.d_out)
-        received = (dims.batch * dims.d_in * g.s_in).take(g.edge_v, axis=-1)  # A(F_l) of the consumer (ref. program)
+        products = intra_products(dims.sizes)
+        intra = decided.pick(products) * decided.constant  # Table 4: (first·second)·constant
+        received = (products[TYPE_III] * g.s_in)[..., g.edge_v]  # A(F_l) = B·D_i·HiWi of the consumer (ref. program)
         pick = np.maximum if self.combine == "max" else np.add
         nodes, edges, same = [], [], True
         for side, share, shape_share, weight, linear in self._sides(split, dims, share0):
-            seconds = 1.0 if self.mode == "comm_only" else self.bytes / self._side_bandwidth(split, side)
-            inter = received * inter_fraction_of(decided.code, shape_share)
+            seconds = self.seconds[(split.level, split.parent)][side]
+            inter = received * decided.fraction(shape_share)  # Table 5: a fraction of A(F_{l+1})
             if linear or np.ndim(weight):
                 nodes.append((intra * weight, seconds))
                 inter = inter * weight  # B rows of weights may widen it
@@ -113,23 +160,17 @@ class LevelCosts:
     def _shrink(self, split: Split, dims: Dims, share0, decided: Decisions) -> list[Dims]:
         """Each side's tensor dimensions after ``split``: shrunk by its share along the dimension
         its state splits (§3.2 SHRINK)."""
-        children = []
-        for _, share, shape_share, weight, _ in self._sides(split, dims, share0):
-            factors = decided.factors.get(shape_share) if np.ndim(shape_share) == 0 else None
-            if factors is None:
-                factors = tuple(np.where(mask, shape_share, 1.0) for mask in decided.masks)
-                if np.ndim(shape_share) == 0:
-                    decided.factors[shape_share] = factors  # the same for every split of the level
-            batch, d_in, d_out = factors
-            children.append(Dims(dims.batch * batch, dims.d_in * d_in, dims.d_out * d_out, dims.share * share, weight))
-        return children
+        return [Dims(dims.sizes * decided.factors(shape_share), dims.share * share, weight)
+                for _, share, shape_share, weight, _ in self._sides(split, dims, share0)]
 
     def _shares(self, split: Split, shares: dict[str, np.ndarray]):
         return split.share if split.ratio is None else shares[split.ratio]
 
-    def _root(self) -> Dims:
+    @cached_property
+    def root(self) -> Dims:
+        """The whole array, the one class of level 0: every node's full tensors, as one row."""
         g = self.graph
-        return Dims(np.full_like(g.d_in, float(self.workload.batch)), g.d_in, g.d_out, np.ones(1))
+        return Dims(np.stack([np.full_like(g.d_in, float(self.workload.batch)), g.d_in, g.d_out])[:, None], np.ones(1))
 
     # --- layer-chain tables (for the DP engines) ----------------------------------------------
     def chain_tables(self, level: int, previous: np.ndarray, shares: dict[str, float], metric: str | None = None):
@@ -151,7 +192,7 @@ class LevelCosts:
 
     def root_classes(self) -> list[Dims]:
         """The sub-array classes at level 0 (the whole array), for :meth:`level_tables`."""
-        return [self._root()]
+        return [self.root]
 
     def level_tables(self, level: int, classes: list[Dims], shares: dict[str, np.ndarray], metric: str):
         """Node costs (B, nodes, 3) and edge costs (B, edges, 3, 3) of ``level`` for B rows whose
@@ -161,7 +202,7 @@ class LevelCosts:
         every = self._every_state
         if every is None:  # all states at once: node states on a leading axis, edge transitions on two
             every = self._every_state = self._decisions(
-                np.arange(3)[:, None, None], np.arange(3)[:, None, None, None], np.arange(3)[None, :, None, None])
+                np.arange(3)[:, None, None], np.arange(3)[:, None, None, None], np.arange(3)[None, :, None, None], True)
         node, edge = np.zeros((3, 1, n_nodes)), np.zeros((3, 3, 1, n_edges))
         offset = 0 if metric == "comm_elements" else 2
         for split in self.hierarchy.splits[level]:

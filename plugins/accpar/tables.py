@@ -73,23 +73,23 @@ CROSS_TERMS, FULL_TERMS = _transition_terms()
 
 def transition_code(role_u, state_u, role_v, state_v):
     """Index of a (role, state) → (role, state) transition into CROSS_TERMS / FULL_TERMS:
-    ((role_u·3 + state_u)·2 + role_v)·3 + state_v, written so the states enter last."""
-    return (18 * role_u + 3 * role_v) + (6 * state_u + state_v)
+    ((role_u·3 + state_u)·2 + role_v)·3 + state_v, written so the states enter last (and the
+    roles as int32, so that int32 states give int32 codes)."""
+    return np.asarray(18 * role_u + 3 * role_v, np.int32) + (6 * state_u + state_v)
 
 
 def inter_fraction_of(code, share) -> np.ndarray:
     """Table 5 for transition codes, as a fraction of A(F_{l+1}) = A(E_{l+1}), side share r.
 
-    An array ``share`` (one per plan, trailing axis of length 1) is turned into one table of all
-    transitions per plan, then gathered: one pass over the edges instead of five.
+    An array ``share`` (B, 1), one per plan, is turned into one table of all transitions per plan
+    (B, 36), then gathered at 36·b + code for plan b: one pass over the edges instead of five.
     """
     if np.ndim(share) == 0:
         return (CROSS_TERMS * share * (1 - share) + FULL_TERMS * (1 - share)).take(code)
     rest = 1.0 - share
-    table = CROSS_TERMS * (share * rest) + FULL_TERMS * rest  # (..., 36): every transition, per plan
-    code = np.asarray(code)
-    table = table.reshape((1,) * (code.ndim - table.ndim) + table.shape)
-    return np.take_along_axis(table, code, axis=-1)
+    table = CROSS_TERMS * (share * rest) + FULL_TERMS * rest  # (B, 36): every transition, per plan
+    first = np.arange(0, table.size, CROSS_TERMS.size).reshape(-1, 1)  # where each plan's table starts
+    return table.take(code + first)
 
 
 def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
@@ -97,27 +97,36 @@ def inter_fraction(role_u, state_u, role_v, state_v, share) -> np.ndarray:
     return inter_fraction_of(transition_code(role_u, state_u, role_v, state_v), share)
 
 
-def intra_operands(role, state, kernel, s_in, s_out):
-    """What Table 4 multiplies for nodes in ``state``: whether the first factor is D_i (else B),
-    whether the second is D_i (else D_o), and the constant (k, HoWo or HiWi; 0 for merge nodes).
+def state_tables(role, kernel, s_in, s_out) -> tuple[np.ndarray, np.ndarray]:
+    """Per state and node (state-major: rows Type-I, II, III): Table 4's constant factor, and which
+    of (batch, in-channels, out-channels) the state splits — (3, nodes) and (3 dims, 3, nodes).
 
-    Type-I: A(W_l) = D_i·D_o·k, gradient phase (Eq. 4); Type-II: A(F_{l+1}) = B·D_o·HoWo,
-    forward phase (Eq. 5); Type-III: A(E_l) = B·D_i·HiWi, backward phase (Eq. 6).
+    The constant is k for Type-I (A(W_l) = D_i·D_o·k, Eq. 4), HoWo for Type-II (A(F_{l+1}) =
+    B·D_o·HoWo, Eq. 5), HiWi for Type-III (A(E_l) = B·D_i·HiWi, Eq. 6); 0 for merge nodes, which
+    have no weights and no partial sums.
     """
-    weighted = role == WEIGHTED  # merge nodes have no weights and no partial sums
-    constant = np.where(state == TYPE_I, kernel * weighted, np.where(state == TYPE_II, s_out * weighted, s_in * weighted))
-    return state == TYPE_I, state == TYPE_III, constant
+    weighted = role == WEIGHTED
+    constant = np.stack([kernel * weighted, s_out * weighted, s_in * weighted])
+    splits = np.stack([table[role].T for table in (SPLITS_BATCH, SPLITS_IN, SPLITS_OUT)])
+    return constant, splits
 
 
-def intra_from(operands, batch, d_in, d_out) -> np.ndarray:
-    """Table 4 elements from :func:`intra_operands` and the tensor dimensions."""
-    first_is_in, second_is_in, constant = operands
-    return np.where(first_is_in, d_in, batch) * np.where(second_is_in, d_in, d_out) * constant
+def intra_products(sizes: np.ndarray) -> np.ndarray:
+    """Table 4's tensor product per state, stacked (3, ...): D_i·D_o (Type-I), B·D_o (Type-II),
+    B·D_i (Type-III), from ``sizes`` (B, D_i, D_o) stacked on the leading axis."""
+    batch, d_in, d_out = sizes
+    products = np.empty_like(sizes, float)
+    np.multiply(d_in, d_out, out=products[TYPE_I, ...])
+    np.multiply(batch, d_out, out=products[TYPE_II, ...])
+    np.multiply(batch, d_in, out=products[TYPE_III, ...])
+    return products
 
 
 def intra_elements(role, state, batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:
     """Table 4: the full partial-sum tensor each side fetches (independent of the share)."""
-    return intra_from(intra_operands(role, state, kernel, s_in, s_out), batch, d_in, d_out)
+    constant, _ = state_tables(np.asarray(role), kernel, s_in, s_out)
+    products = intra_products(np.array(np.broadcast_arrays(batch, d_in, d_out), float))
+    return np.choose(state, products) * np.choose(state, constant)  # (first·second)·constant
 
 
 def table6_flops(batch, d_in, d_out, kernel, s_in, s_out) -> np.ndarray:

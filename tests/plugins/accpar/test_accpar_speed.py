@@ -90,14 +90,14 @@ def test_plans_costs_and_scores_equal_the_code_before_issue_14(case):
 
 
 def test_rows_per_scoring_pass_follow_the_network_size():
-    # CHUNK_ELEMENTS = 2^15 elements per (rows, nodes + edges) array: VGG-19 (19 nodes, 18 edges)
-    # gets 2^15 // 37 = 885 rows, ResNet-50's block view (70 nodes, 85 edges) 2^15 // 155 = 211.
+    # CHUNK_ELEMENTS = 2^16 elements per (rows, nodes + edges) array: VGG-19 (19 nodes, 18 edges)
+    # gets 2^16 // 37 = 1771 rows, ResNet-50's block view (70 nodes, 85 edges) 2^16 // 155 = 422.
     vgg = _hetero("vgg19", ("tpu-v3", 8))
-    assert (len(vgg.graph.names), len(vgg.graph.edge_u)) == (19, 18) and vgg.chunk_rows == 885
+    assert (len(vgg.graph.names), len(vgg.graph.edge_u)) == (19, 18) and vgg.chunk_rows == 1771
     resnet = _hetero("resnet50", ("tpu-v3", 8))
-    assert (len(resnet.graph.names), len(resnet.graph.edge_u)) == (70, 85) and resnet.chunk_rows == 211
-    X = resnet.space.sample(np.random.default_rng(0), 450)  # three passes, the last one short
-    assert np.array_equal(resnet.evaluate_batch(X)["time"], resnet.evaluate_batch(X, chunk=450)["time"])
+    assert (len(resnet.graph.names), len(resnet.graph.edge_u)) == (70, 85) and resnet.chunk_rows == 422
+    X = resnet.space.sample(np.random.default_rng(0), 900)  # three passes, the last one short
+    assert np.array_equal(resnet.evaluate_batch(X)["time"], resnet.evaluate_batch(X, chunk=900)["time"])
 
 
 def test_named_plans_are_the_baselines_and_the_dps():
