@@ -2,17 +2,17 @@
 latency, ``comm_only``, measured accelerators (the shared step model), a single accelerator,
 "linear" shares with ``combine = "sum"``, odd accelerator counts. ``evaluate_batch`` must give,
 bit for bit, the scores the plugin printed before its scoring gathered Table 4 and SHRINK from
-per-(state, node) tables (scores_before_batchfast.json, printed at commit 68c2c4c)."""
+per-(state, node) tables (tests/data/accpar_speed/scores-before-table-gathers.json, printed at
+commit 68c2c4c)."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import make_problem
+from conftest import DATA, make_problem
 
-CASES = json.loads(Path(__file__).with_name("scores_before_batchfast.json").read_text())
+CASES = json.loads((DATA / "accpar_speed" / "scores-before-table-gathers.json").read_text())
 
 
 def _name(case):
