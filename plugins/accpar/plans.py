@@ -67,9 +67,8 @@ def batch_level_plans(
         level_allowed = allowed if pinned is None else allowed & pinned[level]
         if pinned is not None and not level_allowed.any(1).all():  # a pin outside ``types``: the pin wins
             level_allowed = pinned[level]
-        node = np.where(level_allowed, node, np.inf)
-        costs[:, level], states[:, level] = solver.solve(np.broadcast_to(node, (batch, *node.shape[1:])),
-                                                         np.broadcast_to(edge, (batch, *edge.shape[1:])))
+        # tables of one row (a level the shares do not reach) are solved once, for every row
+        costs[:, level], states[:, level] = solver.solve(np.where(level_allowed, node, np.inf), edge)
         if level + 1 < depth:
             classes = model.descend(level, classes, states[:, level], columns)
     return states, costs

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from optmap import chain_dp
-from optmap.plugins.accpar.dp import ChainDP
+from optmap.plugins.accpar.dp import NUMPY_CHAIN_ROWS, ChainDP
 from optmap.plugins.accpar.engines import batch_level_plans, level_plans
 from optmap.plugins.accpar.graph import Graph
 from optmap.run import solve
@@ -70,6 +70,59 @@ def test_batched_dp_breaks_ties_like_the_chain_dp():
         cost, chosen = chain_dp.solve(list(g.chain), segments, dict(enumerate(node[row])), edge_cost)
         assert costs[row] == cost
         assert states[row].tolist() == [chosen[i] for i in range(len(g.names))]
+
+
+def _block_graph(segments):
+    """A Graph with only what the DP reads: chain nodes 0, 1, ... joined by ``segments`` (paths of
+    inner nodes numbered after the chain), the edges in path order."""
+    chain = list(range(len(segments) + 1))
+    names, edges = len(chain), []
+    numbered = []
+    for k, paths in enumerate(segments):
+        block = []
+        for length in paths:
+            path = tuple(range(names, names + length))
+            names += length
+            hops = (k, *path, k + 1)
+            edges.extend(zip(hops[:-1], hops[1:]))
+            block.append(path)
+        numbered.append(tuple(block))
+    nothing = np.zeros(names)
+    return Graph(names=tuple(map(str, range(names))), role=nothing, kind=("add",) * names, d_in=nothing,
+                 d_out=nothing, kernel=nothing, s_in=nothing, s_out=nothing, flops_2mac=nothing,
+                 edge_u=np.array([u for u, _ in edges]), edge_v=np.array([v for _, v in edges]),
+                 edge_role_u=np.zeros(len(edges)), edge_role_v=np.zeros(len(edges)),
+                 chain=tuple(chain), segments=tuple(numbered))
+
+
+@pytest.mark.parametrize("rows", [1, 3, NUMPY_CHAIN_ROWS, NUMPY_CHAIN_ROWS + 5])
+def test_padded_paths_and_both_chain_loops_equal_the_chain_dp(rows):
+    # Blocks of one to three paths of zero to three inner nodes: the padding to one path length
+    # and one width; below NUMPY_CHAIN_ROWS rows the chain runs over Python floats, from it in numpy.
+    g = _block_graph([(0,), (3, 0), (1, 2, 0), (2,), (0, 0), (3, 1, 2), (0,)])
+    rng = np.random.default_rng(rows)
+    node = rng.integers(0, 2, (rows, len(g.names), 3)).astype(float)
+    edge = rng.integers(0, 2, (rows, len(g.edge_u), 3, 3)).astype(float)
+    node[:, 4, 0] = node[:, 2, 1:] = node[:, 9, 2] = edge[:, 7, 0] = np.inf  # forbidden states
+    costs, states = ChainDP(g).solve(node, edge)
+    segments = [chain_dp.Segment(paths) for paths in g.segments]
+    for row in range(rows):
+        edge_cost = {(int(u), int(v)): edge[row, e] for e, (u, v) in enumerate(zip(g.edge_u, g.edge_v))}
+        cost, chosen = chain_dp.solve(list(g.chain), segments, dict(enumerate(node[row])), edge_cost)
+        assert costs[row] == cost
+        assert states[row].tolist() == [chosen[i] for i in range(len(g.names))]
+
+
+def test_one_row_of_tables_serves_every_row():
+    model = _hetero("resnet18", ("tpu-v3", 2))
+    g: Graph = model.graph
+    rng = np.random.default_rng(5)
+    node = rng.integers(0, 3, (1, len(g.names), 3)).astype(float)
+    edge = rng.integers(0, 3, (NUMPY_CHAIN_ROWS + 1, len(g.edge_u), 3, 3)).astype(float)
+    costs, states = ChainDP(g).solve(node, edge)
+    for row in range(len(edge)):
+        alone = ChainDP(g).solve(node, edge[row:row + 1])
+        assert costs[row] == alone[0][0] and states[row].tolist() == alone[1][0].tolist()
 
 
 @pytest.mark.parametrize("case", BEFORE, ids=lambda c: f"{c['spec']['workload']['model']}-{len(c['spec']['system']['groups'])}kinds")
