@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -57,6 +56,8 @@ def file_stem(name: str) -> str:
     cut and keep a short hash, so distinct names stay distinct."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "problem"
     if len(stem) > STEM_LIMIT or stem != name.replace(" ", "_"):  # changed: keep names apart by a hash
+        import hashlib  # here: most names need no hash, and every run imports this module
+
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         stem = f"{stem[:STEM_LIMIT]}-{digest}"
     return stem
