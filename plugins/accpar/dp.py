@@ -1,19 +1,23 @@
 """AccPar's layer-wise DP (Eq. 9, multi-path blocks §5.2) for a batch of cost tables at once.
 
 The same min-plus recursion as :func:`optmap.chain_dp.solve`, step for step and with the same
-ties (lowest state index), so plans and costs are identical; only the bookkeeping differs:
+ties (lowest state index), so plans and costs are identical bit for bit; only the bookkeeping
+differs:
 
 - every path of every block is padded in front to the longest path with zero-cost dummy nodes
-  joined by identity hops (0 on the diagonal, ``inf`` off it), and every segment to the most paths
-  with all-zero paths; ``0 + x == x`` and ``inf + x == inf`` exactly, so the padding changes no
-  cost, and it leaves one path group: the paths' DP is a few numpy steps over all paths and rows;
-- the chain is a sequence of 3×3 min-plus steps: over plain Python floats row by row for a few
-  rows (about a microsecond per step), over all rows at once in numpy for many;
+  joined by identity hops (0 on the diagonal, ``inf`` off it), and every segment to the most
+  paths with all-zero paths; ``0 + x == x`` and ``inf + x == inf`` exactly, so the real nodes'
+  steps see the matrices they would see unpadded (same costs, same pointers) and the dummies'
+  states are dropped. What is left is one group of equally long paths: their DP is a few numpy
+  steps over all paths and rows, numpy's per-call cost (not the array sizes) setting the time
+  for a single row;
+- a min-plus step takes its three candidates (one per state of the node it leaves) as separate
+  arrays, so the minimum and the first index reaching it are element-wise operations, far
+  cheaper than numpy's ``min``/``argmin`` over a short axis;
+- the chain is a sequence of 3×3 min-plus steps: over plain Python floats row by row for fewer
+  than ``NUMPY_CHAIN_ROWS`` rows (about half a microsecond per step), over all rows at once in
+  numpy for more, with the same additions and ties;
 - the paths' inner states are then read back for all rows and paths at once.
-
-A min-plus step takes the three candidates (one per state of the node it leaves) as separate
-arrays: the minimum and the first index reaching it are then element-wise operations, far
-cheaper than numpy's ``min``/``argmin`` over a short axis.
 
 A batch row is one set of cost tables: one share of a heterogeneous split in AccPar's share
 search (the 59 grid points of ``ratio_steps = 60`` are one batch), or a single plan.
@@ -27,7 +31,8 @@ from .graph import Graph
 
 STATES = 3
 IDENTITY = np.where(np.eye(STATES, dtype=bool), 0.0, np.inf)  # a hop that keeps the state, for free
-NUMPY_CHAIN_ROWS = 8  # from this many rows the chain runs over all rows in numpy
+PADDING_HOPS = np.stack([IDENTITY, np.zeros((STATES, STATES))], -1)[..., None]  # (3, 3, 2 hops, 1 row)
+NUMPY_CHAIN_ROWS = 16  # from this many rows the chain runs over all rows in numpy (measured break-even)
 
 
 class ChainDP:
@@ -59,8 +64,14 @@ class ChainDP:
         self.paths = len(inner)
         self.inner = np.array(inner, int).reshape(self.paths, self.length).T.copy()  # (L, paths)
         self.hops = np.array(hops, int).reshape(self.paths, self.length + 1).T.copy()  # (L + 1, paths)
-        segment = np.repeat(np.arange(self.segments), self.width)
-        self.head, self.tail = self.chain[segment], self.chain[segment + 1]
+        self.head = np.repeat(np.arange(self.segments), self.width)  # each path's ends, as chain indices
+        self.tail = self.head + 1
+        self.across = np.arange(self.paths)[:, None]  # path indices as a column, for _unwind
+        # each node's row in the chain's states stacked on the inner nodes' (L × paths), in _unwind
+        rows = len(self.chain) + np.arange(self.length * self.paths).reshape(self.length, self.paths)
+        real = self.inner < self.nodes
+        self.row = np.zeros(self.nodes, int)
+        self.row[self.chain], self.row[self.inner[real]] = np.arange(len(self.chain)), rows[real]
 
     def _padded_path(self, head: int, path: tuple[int, ...] | None, tail: int, edge_of: dict):
         """Inner nodes and the edges into them and into the tail, padded in front to the longest
@@ -77,28 +88,24 @@ class ChainDP:
         """Minimum cost (B,) and optimal states (B, nodes) for node costs (B, nodes, 3) (``inf``
         forbids a state) and edge costs (B, edges, 3, 3) indexed by (state of tail, state of head);
         either table may have one row for all B."""
-        batch = max(len(node), len(edge))
-        nodes = np.zeros((STATES, self.nodes + 1, batch))  # the padding: a zero-cost node, ...
-        nodes[:, :-1] = node.transpose(2, 1, 0)
-        edges = np.empty((STATES, STATES, self.edges + 2, batch))  # ... the identity and a zero hop
-        edges[:, :, :-2] = edge.transpose(2, 3, 1, 0)
-        edges[:, :, -2] = IDENTITY[:, :, None]
-        edges[:, :, -1] = 0.0
+        nodes, edges = self._padded_tables(node, edge)
         matrices, pointers = self._paths(nodes, edges)
         blocks = matrices[:, :, :, 0]
         for q in range(1, self.width):  # the paths of a block add up in order (§5.2)
             blocks = blocks + matrices[:, :, :, q]
-        states = np.zeros((self.nodes + 1, batch), int)
-        if batch < NUMPY_CHAIN_ROWS:
-            rows = [_chain(n, b) for n, b in zip(nodes[:, self.chain].T.reshape(batch, -1).tolist(),
-                                                 blocks.T.reshape(batch, -1).tolist())]
-            cost = np.array([c for c, _ in rows], float)
-            states[self.chain] = np.array([s for _, s in rows], int).T
-        else:
-            blocks = np.ascontiguousarray(blocks.transpose(2, 1, 0, 3))  # (segments, p, t, B)
-            cost, states[self.chain] = _chain_rows(nodes[:, self.chain], blocks)
-        self._unwind(states, pointers)
-        return cost, states[:-1].T
+        cost, chain_states = self._chain(nodes[:, self.chain], blocks)
+        return cost, self._unwind(chain_states, pointers).T
+
+    def _padded_tables(self, node: np.ndarray, edge: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Node costs (3, nodes + 1, B) and edge costs (3, 3, edges + 2, B), the padding entries
+        appended: a zero-cost node, the identity hop and a zero hop."""
+        batch = max(len(node), len(edge))
+        nodes = np.zeros((STATES, self.nodes + 1, batch))
+        nodes[:, :-1] = node.transpose(2, 1, 0)
+        edges = np.empty((STATES, STATES, self.edges + 2, batch))
+        edges[:, :, :-2] = edge.transpose(2, 3, 1, 0)
+        edges[:, :, -2:] = PADDING_HOPS
+        return nodes, edges
 
     def _paths(self, nodes: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """Every path's cost (t, p, segments, width, B) from head state p to tail state t, and per
@@ -111,17 +118,29 @@ class ChainDP:
         for j in range(self.length):
             matrix, arg = _minplus((matrix + inner[:, j, None])[:, None] + hops[:, :, j, None])
             pointers.append(arg)
-        return matrix.reshape(STATES, STATES, self.segments, self.width, -1), pointers
+        return matrix.reshape(STATES, STATES, self.segments, self.width, nodes.shape[-1]), pointers
 
-    def _unwind(self, states: np.ndarray, pointers: list[np.ndarray]) -> None:
-        """Fill in the inner nodes' states (nodes + 1, B), given the chain's: ``chain_dp._unwind``
-        for every row and path at once, the pointers read as flat arrays."""
-        size = np.intp(self.paths * states.shape[1])
-        start = states[self.head] * size + np.arange(size).reshape(self.paths, -1)
-        state = states[self.tail]
-        for j in range(self.length - 1, -1, -1):
-            state = pointers[j].take(state * (STATES * size) + start)
-            states[self.inner[j]] = state
+    def _chain(self, nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chain's recursion: minimum cost (B,) and states (chain nodes, B) for chain node
+        costs (3, chain nodes, B) and block costs (t, p, segments, B), row by row over Python
+        floats for few rows (:func:`_chain`), over all rows at once in numpy for many."""
+        batch = nodes.shape[-1]
+        if batch >= NUMPY_CHAIN_ROWS:
+            return _chain_rows(nodes, np.ascontiguousarray(blocks.transpose(2, 1, 0, 3)))
+        blocks = blocks.reshape(STATES * STATES, self.segments, batch)
+        rows = [_chain(nodes[..., b].tolist(), blocks[..., b].tolist()) for b in range(batch)]
+        return np.array([cost for cost, _ in rows], float), np.array([states for _, states in rows], int).T
+
+    def _unwind(self, chain_states: np.ndarray, pointers: list[np.ndarray]) -> np.ndarray:
+        """The states of all nodes (nodes, B) given the chain's (chain nodes, B): the inner nodes'
+        read back as ``chain_dp._unwind`` does, for every row and path at once, then every node's
+        picked from the chain's and the inner nodes' stacked."""
+        start, state, rows = chain_states[self.head], chain_states[self.tail], np.arange(chain_states.shape[1])
+        inner = []
+        for arg in reversed(pointers):
+            state = arg[state, start, self.across, rows]
+            inner.append(state)
+        return np.concatenate([chain_states, *reversed(inner)])[self.row]
 
 
 def _minplus(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,20 +168,19 @@ def _chain_rows(nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.n
     for arg in reversed(history):
         state = arg[state, every]
         states.append(state)
-    return best, np.array(states[::-1])
+    return best, np.array(states[::-1], int)
 
 
-def _chain(nodes: list[float], blocks: list[float]) -> tuple[float, list[int]]:
+def _chain(nodes: list[list[float]], blocks: list[list[float]]) -> tuple[float, list[int]]:
     """The chain's recursion (Eq. 9) for one row over Python floats (chain_dp.solve's loop).
 
-    ``nodes[3k + s]``: cost of state s of the k-th chain node; ``blocks[9k + 3p + s]``: cost of
-    the k-th block from state p to state s. Ties go to the lowest state, as numpy's argmin.
+    ``nodes[s][k]``: cost of state s of the k-th chain node; ``blocks[3t + p][k]``: cost of the
+    k-th block from state p to state t. Ties go to the lowest state, as numpy's argmin.
     """
-    c0, c1, c2 = nodes[0:3]
+    c0, c1, c2 = nodes[0][0], nodes[1][0], nodes[2][0]
+    following = zip(nodes[0][1:], nodes[1][1:], nodes[2][1:])
     history = []
-    flat_nodes, flat_blocks = iter(nodes[3:]), iter(blocks)
-    for (a0, a1, a2, b0, b1, b2, d0, d1, d2), (n0, n1, n2) in zip(zip(*[flat_blocks] * 9),  # 9 at a time
-                                                                   zip(*[flat_nodes] * 3)):
+    for (a0, b0, d0, a1, b1, d1, a2, b2, d2), (n0, n1, n2) in zip(zip(*blocks), following):
         # for each state s of the next node: the best state of this one, the first of equal minima
         v0, v1, v2 = c0 + a0, c1 + b0, c2 + d0
         if v0 <= v1 and v0 <= v2:

@@ -55,7 +55,7 @@ def batch_level_plans(
     batch = max((len(v) for v in shares.values()), default=1)
     columns = {k: np.broadcast_to(np.asarray(v, float).reshape(-1, 1), (batch, 1)) for k, v in shares.items()}
     allowed = np.zeros((len(g.names), 3), bool)
-    allowed[g.role == WEIGHTED] = np.isin(np.arange(3), types)
+    allowed[g.role == WEIGHTED] = [state in types for state in range(3)]
     allowed[g.role != WEIGHTED] = True
     solver = model.chain_dp()
     depth = model.hierarchy.depth
