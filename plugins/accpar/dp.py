@@ -123,12 +123,13 @@ class ChainDP:
     def _chain(self, nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chain's recursion: minimum cost (B,) and states (chain nodes, B) for chain node
         costs (3, chain nodes, B) and block costs (t, p, segments, B), row by row over Python
-        floats for few rows (:func:`_chain`), over all rows at once in numpy for many."""
+        floats for few rows (:func:`_chain_floats`), over all rows at once in numpy for many
+        (:func:`_chain_arrays`)."""
         batch = nodes.shape[-1]
         if batch >= NUMPY_CHAIN_ROWS:
-            return _chain_rows(nodes, np.ascontiguousarray(blocks.transpose(2, 1, 0, 3)))
+            return _chain_arrays(nodes, np.ascontiguousarray(blocks.transpose(2, 1, 0, 3)))
         blocks = blocks.reshape(STATES * STATES, self.segments, batch)
-        rows = [_chain(nodes[..., b].tolist(), blocks[..., b].tolist()) for b in range(batch)]
+        rows = [_chain_floats(nodes[..., b].tolist(), blocks[..., b].tolist()) for b in range(batch)]
         return np.array([cost for cost, _ in rows], float), np.array([states for _, states in rows], int).T
 
     def _unwind(self, chain_states: np.ndarray, pointers: list[np.ndarray]) -> np.ndarray:
@@ -152,10 +153,10 @@ def _minplus(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(low, v2), np.maximum(first, last + last)
 
 
-def _chain_rows(nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chain_arrays(nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The chain's recursion (Eq. 9) over all rows at once: minimum cost (B,) and states
     (chain nodes, B) for chain node costs (3, chain nodes, B) and block costs (segments, 3, 3, B)
-    indexed by (state of head, state of tail). The same additions and ties as :func:`_chain`."""
+    indexed by (state of head, state of tail). The same additions and ties as :func:`_chain_floats`."""
     cost = nodes[:, 0]
     history = []
     for k in range(len(blocks)):
@@ -171,7 +172,7 @@ def _chain_rows(nodes: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.n
     return best, np.array(states[::-1], int)
 
 
-def _chain(nodes: list[list[float]], blocks: list[list[float]]) -> tuple[float, list[int]]:
+def _chain_floats(nodes: list[list[float]], blocks: list[list[float]]) -> tuple[float, list[int]]:
     """The chain's recursion (Eq. 9) for one row over Python floats (chain_dp.solve's loop).
 
     ``nodes[s][k]``: cost of state s of the k-th chain node; ``blocks[3t + p][k]``: cost of the

@@ -114,6 +114,8 @@ def test_padded_paths_and_both_chain_loops_equal_the_chain_dp(rows):
 
 
 def test_one_row_of_tables_serves_every_row():
+    # One row of node costs for many rows of edge costs (the numpy chain), each row as if solved
+    # alone (the Python chain).
     model = _hetero("resnet18", ("tpu-v3", 2))
     g: Graph = model.graph
     rng = np.random.default_rng(5)
