@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from optmap.checkpoint import Checkpoint
-from optmap.errors import OptmapError
+from optmap.errors import OptmapError, did_you_mean
 from optmap.host import call_with_options
 from optmap.problem import Problem
 from optmap.search import Budget, Evaluator, SearchResult
@@ -47,7 +47,27 @@ def make_engine(problem: Problem, name: str, options: dict[str, Any] | None = No
             f"engine '{name}' does not fit cost model '{problem.cost_name or '?'}': it {reason}; use a generic "
             f"engine such as exhaustive, random, ga or optuna"
         )
+    _check_seed_plans(problem, name, getattr(engine, "seed_plans", None) or ())
     return engine
+
+
+def _check_seed_plans(problem: Problem, name: str, plans) -> None:
+    """Every name in an engine's ``seed_plans`` is an engine that fits the formulation or a plan
+    the cost model names (``plans()``): refused before anything runs, by ``validate`` too."""
+    engines, own = set(problem.host.names("search_engine")), None
+    model = problem.cost_name or "?"
+    for plan in plans:
+        if plan in engines:
+            reason = misfit(problem.host.get("search_engine", plan).resolve(), problem.cost_model)
+            if reason:
+                raise OptmapError(f"[search.{name}] seed_plans: engine '{plan}' does not fit cost model '{model}': "
+                                  f"it {reason}")
+            continue
+        if own is None:  # only now: a formulation's plans may take a search of their own
+            own = problem.cost_model.plans() if callable(getattr(problem.cost_model, "plans", None)) else {}
+        if plan not in own:
+            raise OptmapError(f"[search.{name}] seed_plans: unknown search engine '{plan}', and cost model '{model}' "
+                              f"names no such plan{did_you_mean(plan, engines | set(own))}")
 
 
 @contextlib.contextmanager

@@ -119,3 +119,17 @@ def test_a_multi_objective_run_prints_its_front(tmp_path, capsys):
     assert f"Pareto front: {len(front)} plans" in out
     code, out, _ = run_cli(["show", tmp_path / "r.json"], capsys)
     assert f"Pareto front: {len(front)} plans" in out
+
+
+@pytest.mark.parametrize("plans, message", [
+    ('["dp", "layer-dpp"]', "seed_plans: unknown search engine 'layer-dpp', and cost model 'accpar' names no such "
+                            "plan; did you mean 'layer-dp'?"),
+    ('["acctfm"]', "seed_plans: engine 'acctfm' does not fit cost model 'accpar'"),
+])
+def test_validate_checks_the_names_a_search_is_seeded_with(plans, message, capsys):
+    # AccPar names data-parallel, one-weird-trick, layer-dp and hypar-dp; dp and acctfm are engines
+    ga = ["--set", 'search.engine="ga"']
+    code, out, _ = run_cli(["validate", QUICK, *ga, "--set", 'search.ga.seed_plans=["data-parallel", "dp"]'], capsys)
+    assert code == 0 and "ok" in out
+    code, _, err = run_cli(["validate", QUICK, *ga, "--set", f"search.ga.seed_plans={plans}"], capsys)
+    assert message in one_error(code, err)

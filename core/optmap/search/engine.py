@@ -22,13 +22,17 @@ class SearchEngine(ABC):
     - ``exact``: the engine's answer is a proven optimum of the formulation (comparisons report
       the gap to it);
     - ``resumable``: the engine saves its state through ``evaluator.checkpoint`` and continues
-      from ``evaluator.checkpoint.engine_state`` (ga, optuna); only such engines take ``--resume``.
+      from ``evaluator.checkpoint.engine_state`` (ga, optuna); only such engines take ``--resume``;
+    - ``seed_plans``: names of engines, or of plans the cost model names, that the engine starts
+      from (an instance attribute set from its options); each is checked when the engine is
+      chosen, before anything runs.
     """
 
     requires: frozenset[str] = frozenset()
     accepts: tuple = ()
     exact: bool = False
     resumable: bool = False
+    seed_plans: list[str] | None = None
 
     @abstractmethod
     def search(self, evaluator: Evaluator, seed: int) -> dict | None:
