@@ -76,6 +76,7 @@ PLUGIN = textwrap.dedent('''
     @hookimpl
     def optmap_register_search_engines(register):
         register("returns-list", ReturnsList)
+        register("half-done", "no_such_module_xyz:Engine")  # an import path that cannot be imported
 ''')
 
 PROBLEM = '''
@@ -118,3 +119,21 @@ def test_an_engine_that_returns_a_list_is_one_line(tmp_path):
     proc = run(tmp_path, "--search", "returns-list")
     assert proc.returncode == 2 and "engine 'returns-list': search() returned list, not a dict of facts or None" \
         in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_plugins_check_imports_what_was_registered_by_path(tmp_path):
+    (tmp_path / "mistakes.py").write_text(PLUGIN)
+    listing = [sys.executable, "-m", "optmap.cli", "--plugin", "mistakes", "plugins"]
+    fast = subprocess.run(listing, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert fast.returncode == 0  # listing never imports a path (it stays fast)
+    checked = subprocess.run([*listing, "--check"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    errors = [line for line in checked.stderr.splitlines() if line.startswith("error:")]
+    assert checked.returncode == 2 and len(errors) == 1, checked.stderr
+    assert ("1 registered name is broken; the first: plugin 'mistakes': search engine 'half-done' could not be "
+            "imported from 'no_such_module_xyz:Engine'") in errors[0]
+
+
+def test_every_built_in_name_imports():
+    proc = subprocess.run([sys.executable, "-m", "optmap.cli", "plugins", "--check"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr

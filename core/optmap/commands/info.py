@@ -11,7 +11,9 @@ from optmap.commands.common import (
 
 
 def add_parser(commands) -> dict:
-    commands.add_parser("plugins", help="list the plugins and what they register")
+    plugins_parser = commands.add_parser("plugins", help="list the plugins and what they register")
+    plugins_parser.add_argument("--check", action="store_true", help="also import every factory registered by "
+                                "import path (slower: loads pymoo, optuna...) and fail if one cannot be imported")
     add_problem_arguments(commands.add_parser("validate", help="check a problem file"))
     show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
                                       "(run --json, compare --json, sweep --out) or a model file")
@@ -41,10 +43,41 @@ def plugins(args) -> int:
             entry = host.registries[kind][name]
             table.add_row(kind.replace("_", " "), name, entry.plugin, host.plugins.get(entry.plugin, ""),
                           cell(entry.summary))
+    broken = _unimportable(host) if args.check else {}
+    for (kind, name), reason in broken.items():
+        entry = host.registries[kind][name]
+        table.add_row(Text("failed", style="red"), name, entry.plugin, host.plugins.get(entry.plugin, ""), cell(reason))
     for name, reason in host.failures.items():
         table.add_row(Text("failed", style="red"), name, name, host.plugins.get(name, ""), cell(reason))
     console().print(table)
+    if broken:
+        from optmap.errors import OptmapError
+
+        count = f"{len(broken)} registered names are" if len(broken) > 1 else "1 registered name is"
+        raise OptmapError(f"{count} broken; the first: {next(iter(broken.values()))}")
     return 0
+
+
+def _unimportable(host) -> dict[tuple[str, str], str]:
+    """(kind, name) → why, for every name whose factory, registered by import path, fails to
+    import, and every file reader whose workload no plugin registers (a reader names a workload)."""
+    from optmap.errors import OptmapError
+    from optmap.host import KINDS
+
+    broken = {}
+    for kind in KINDS:
+        for name in host.names(kind):
+            entry = host.registries[kind][name]
+            if kind == "workload_reader":
+                if entry.target not in host.registries["workload"]:
+                    broken[(kind, name)] = (f"plugin '{entry.plugin}': '{name}' files are read by workload "
+                                            f"'{entry.target}', which no plugin registers")
+                continue
+            try:
+                entry.resolve()
+            except OptmapError as exc:
+                broken[(kind, name)] = str(exc)
+    return broken
 
 
 def validate(args) -> int:
