@@ -97,6 +97,16 @@ def test_quickstart_run_starts_light(tmp_path):
     assert proc.stdout.strip() == "1 []"
 
 
+def test_calibrate_keeps_every_blas_thread():
+    code = ("import os, optmap.commands.calibrate as c\n"
+            "os.environ.pop('OPENBLAS_NUM_THREADS', None); os.environ.pop('OMP_NUM_THREADS', None)\n"
+            "c.run = lambda args: print(os.environ.get('OPENBLAS_NUM_THREADS')) or 0\n"
+            "from optmap.cli import main\n"
+            "main(['calibrate'])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "None", proc.stderr
+
+
 def test_a_blas_thread_count_the_user_set_is_kept():
     code = "import os; from optmap.cli import single_threaded_blas; single_threaded_blas(); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
     for env, expected in (({"OMP_NUM_THREADS": "4"}, "None"), ({"OPENBLAS_NUM_THREADS": "2"}, "2")):
