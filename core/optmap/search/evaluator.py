@@ -197,6 +197,20 @@ class Evaluator:
                                   f"for {rows} rows; give one value per row")
         return columns
 
+    def _report(self, mapping) -> CostReport:
+        """The cost model's full report of ``mapping``, refused in one line naming the model when it
+        is not a CostReport with every metric the model declares."""
+        model = type(self.cost_model).__name__
+        report = self.cost_model.evaluate(mapping)
+        if not isinstance(report, CostReport):
+            raise OptmapError(f"cost model {model}: evaluate returned {type(report).__name__}, not an "
+                              f"optmap.cost.CostReport")
+        absent = [m for m in getattr(self.cost_model, "metrics", ()) if m not in report.metrics]
+        if absent:
+            raise OptmapError(f"cost model {model}: evaluate's report has no '{absent[0]}', which its metrics "
+                              f"declare; report every declared metric (NaN where undefined)")
+        return report
+
     def __call__(self, X: np.ndarray) -> np.ndarray:
         F, violation = self.evaluate(X)
         F = F.copy()
@@ -239,14 +253,7 @@ class Evaluator:
         values: dict[str, float] = {}
         if self.best_x is not None:
             best = self.space.decode(self.best_x)
-            report = self.cost_model.evaluate(best) if with_report else None
-            if with_report and not isinstance(report, CostReport):
-                raise OptmapError(f"cost model {type(self.cost_model).__name__}: evaluate returned "
-                                  f"{type(report).__name__}, not an optmap.cost.CostReport")
-            absent = [m for m in getattr(self.cost_model, "metrics", ()) if with_report and m not in report.metrics]
-            if absent:
-                raise OptmapError(f"cost model {type(self.cost_model).__name__}: evaluate's report has no '{absent[0]}', "
-                                  f"which its metrics declare; report every declared metric (NaN where undefined)")
+            report = self._report(best) if with_report else None
             values = dict(zip(self.objectives, map(float, self.best_f * self.signs)))
         front = [
             (self.space.decode(x), dict(zip(self.objectives, map(float, f * self.signs))))
