@@ -72,11 +72,15 @@ def test_starts_fast(args):
     assert seconds < 2.0
 
 
-def test_import_cli_is_light():
-    code = f"import sys, optmap.cli; print([m for m in {HEAVY!r} if m in sys.modules])"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+def python_prints(code: str, env: dict | None = None) -> str:
+    """What ``python -c code`` prints (a fresh interpreter: what it imports is its own), checked to succeed."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    return proc.stdout.strip()
+
+
+def test_import_cli_is_light():
+    assert python_prints(f"import sys, optmap.cli; print([m for m in {HEAVY!r} if m in sys.modules])") == "[]"
 
 
 def test_quickstart_run_starts_light(tmp_path):
@@ -92,9 +96,7 @@ def test_quickstart_run_starts_light(tmp_path):
         "print(os.environ['OPENBLAS_NUM_THREADS'], [m for m in ('numpy.random', 'statistics', 'pydantic')"
         " if m in sys.modules])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "1 []"
+    assert python_prints(code) == "1 []"
 
 
 def test_calibrate_keeps_every_blas_thread():
@@ -103,16 +105,14 @@ def test_calibrate_keeps_every_blas_thread():
             "c.run = lambda args: print(os.environ.get('OPENBLAS_NUM_THREADS')) or 0\n"
             "from optmap.cli import main\n"
             "main(['calibrate'])\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip() == "None", proc.stderr
+    assert python_prints(code) == "None"
 
 
 def test_a_blas_thread_count_the_user_set_is_kept():
     code = "import os; from optmap.cli import single_threaded_blas; single_threaded_blas(); print(os.environ.get('OPENBLAS_NUM_THREADS'))"
     for env, expected in (({"OMP_NUM_THREADS": "4"}, "None"), ({"OPENBLAS_NUM_THREADS": "2"}, "2")):
         clean = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**clean, **env})
-        assert proc.stdout.strip() == expected, proc.stderr
+        assert python_prints(code, env={**clean, **env}) == expected
 
 
 def test_plugins_does_not_import_search_libraries():
@@ -125,9 +125,7 @@ def test_plugins_does_not_import_search_libraries():
         "assert code == 0\n"
         "print([m for m in ('pymoo', 'optuna', 'dask', 'matplotlib', 'pydantic') if m in sys.modules])\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "[]"
+    assert python_prints(code) == "[]"
 
 
 def test_plugins_lists_every_name_with_a_summary():
