@@ -89,8 +89,6 @@ def engine_options(problem, engine: str, args) -> dict:
     return given
 
 
-
-
 def output_path(value: str | None, option: str, stdout: bool = False, suffix: str | None = None) -> Path | None:
     """The file an output option names, checked before any work: not empty, not a folder, with
     ``suffix`` when given (``-`` is standard output where ``stdout`` allows it)."""

@@ -66,8 +66,6 @@ class Progress:
         self.bar = None
 
 
-
-
 def _total(evaluator) -> int | None:
     """The evaluations a bar counts to: what the engine announced, else the budget's."""
     return evaluator.expected or evaluator.budget.evaluations
