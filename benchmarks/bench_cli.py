@@ -57,7 +57,8 @@ def main() -> None:
     print(machine())
     command = [args.optmap] if args.optmap else optmap_command()
     python = Path(command[0]).with_name("python") if args.optmap else Path(sys.executable)
-    print(f"{command[0]}; the interpreter's bare start-up (python -c pass): {process([str(python), '-c', 'pass'], args.repeats)}")
+    bare = process([str(python), "-c", "pass"], args.repeats)
+    print(f"{command[0]}; the interpreter's bare start-up (python -c pass): {bare}")
     run = [*command, "run"]
     with tempfile.TemporaryDirectory() as folder:
         out = str(Path(folder) / "result.json")
