@@ -1,21 +1,25 @@
 """What a compiled kernel would give AccPar's batch scoring (issue 14, item 3): evidence for the
 maintainer's decision the issue's note asks for. Not used by optmap; needs ``pip install numba``.
 
-The kernel scores whole plans one row at a time, fused (no temporaries), for systems of 2^k
-identical accelerators: one symmetric split per level, ``combine = "max"``, no link latency, the
-model's default options. It repeats ``evaluate_batch``'s arithmetic operation for operation,
-including numpy's pairwise order for row sums, and the script checks that every score is bit
-for bit the same. It prints the kernel's rate beside ``evaluate_batch``'s, and what numba costs
-a process: its import and the kernel's first-call compilation (uncached).
+The kernel scores whole plans for systems of 2^k identical accelerators (one symmetric split per
+level, ``combine = "max"``, no link latency, the model's default options), fused: one pass per
+level over (node, row), rows innermost so that LLVM vectorises across plans, every per-state
+choice a select rather than a gather. It repeats ``evaluate_batch``'s arithmetic operation for
+operation, numpy's pairwise order of row sums included, and the script checks that every score
+is bit for bit the same. It prints the kernel's rate beside ``evaluate_batch``'s, and what numba
+costs a process: its import, the first call's compilation, and loading the compiled kernel
+from numba's cache in a later process.
 
-    python benchmarks/prototype_compiled_scoring.py [--rows 20000]
+    python benchmarks/prototype_compiled_scoring.py [--rows 20000] [--chunk 512]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -29,69 +33,78 @@ except ImportError:
     raise SystemExit("error: this prototype needs numba (pip install numba); optmap itself does not")
 
 
-@numba.njit
-def pairwise_sum(a, n):
-    """numpy's pairwise summation of a contiguous row (numpy/_core/src/umath/loops_utils.h.src)."""
+@numba.njit(cache=True)
+def column_sums(a, out, partial):
+    """out[r] = a[:, r].sum() in numpy's pairwise order (numpy/_core/src/umath/loops_utils.h.src:
+    eight running sums from 8 terms up; rows of at most 128 terms, which the cases here have)."""
+    n, rows = a.shape
     if n < 8:
-        total = -0.0
+        out[:] = -0.0
         for i in range(n):
-            total += a[i]
-        return total
-    if n <= 128:
-        r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
-        i = 8
-        while i < n - n % 8:  # eight running sums, as numpy unrolls them
-            r0, r1, r2, r3 = r0 + a[i], r1 + a[i + 1], r2 + a[i + 2], r3 + a[i + 3]
-            r4, r5, r6, r7 = r4 + a[i + 4], r5 + a[i + 5], r6 + a[i + 6], r7 + a[i + 7]
-            i += 8
-        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        for k in range(i, n):
-            total += a[k]
-        return total
-    half = n // 2
-    half -= half % 8
-    return pairwise_sum(a[:half], half) + pairwise_sum(a[half:], n - half)
+            for r in range(rows):
+                out[r] += a[i, r]
+        return
+    partial[:] = a[:8]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            for r in range(rows):
+                partial[j, r] += a[i + j, r]
+        i += 8
+    for r in range(rows):
+        p = partial[:, r]
+        out[r] = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]))
+    for k in range(i, n):
+        for r in range(rows):
+            out[r] += a[k, r]
 
 
-@numba.njit
+@numba.njit(cache=True)
 def score(states, root, constant, factor, s_in, kernel, edge_u, edge_v, code_base, seconds, fraction,
           bytes_per_element, weight_copies, out):
-    """Per row: communicated elements and seconds summed over levels (levels.py `_level`, one
-    symmetric side), then the leaf's memory (model.py `_leaf_costs`). ``out`` is (rows, 3)."""
-    rows, levels, nodes = states.shape
+    """``states`` (levels, nodes, rows); ``out`` (rows, 3): communicated elements and seconds
+    summed over levels (levels.py `_level`, one symmetric side), and the leaf's memory
+    (model.py `_leaf_costs`)."""
+    levels, nodes, rows = states.shape
     edges = edge_u.size
-    dims = np.empty((3, nodes))
-    node_elements, node_seconds = np.empty(nodes), np.empty(nodes)
-    edge_elements, edge_seconds = np.empty(edges), np.empty(edges)
-    received = np.empty(nodes)
-    for r in range(rows):
-        dims[:] = root
-        elements = seconds_total = 0.0
-        for h in range(levels):
-            state = states[r, h]
-            for i in range(nodes):
-                s = state[i]
-                batch, d_in, d_out = dims[0, i], dims[1, i], dims[2, i]
-                product = d_in * d_out if s == 0 else (batch * d_out if s == 1 else batch * d_in)  # Table 4
-                node_elements[i] = product * constant[s, i]
-                node_seconds[i] = node_elements[i] * seconds[h]
-                received[i] = batch * d_in * s_in[i]  # A(F) of the consumer
-                for d in range(3):  # §3.2 SHRINK
-                    dims[d, i] *= factor[h, d, s, i]
-            for e in range(edges):
-                v = edge_v[e]
-                edge_elements[e] = received[v] * fraction[h, code_base[e] + 6 * state[edge_u[e]] + state[v]]  # Table 5
-                edge_seconds[e] = edge_elements[e] * seconds[h]
-            level_elements = pairwise_sum(node_elements, nodes) + pairwise_sum(edge_elements, edges)
-            level_seconds = pairwise_sum(node_seconds, nodes) + pairwise_sum(edge_seconds, edges)
-            elements = level_elements if h == 0 else elements + level_elements
-            seconds_total = level_seconds if h == 0 else seconds_total + level_seconds
+    batch, d_in, d_out = root[0].repeat(rows).reshape(nodes, rows), root[1].repeat(rows).reshape(nodes, rows), \
+        root[2].repeat(rows).reshape(nodes, rows)
+    node_elements, node_seconds, received = np.empty((nodes, rows)), np.empty((nodes, rows)), np.empty((nodes, rows))
+    edge_elements, edge_seconds = np.empty((edges, rows)), np.empty((edges, rows))
+    partial, sum_a, sum_b = np.empty((8, rows)), np.empty(rows), np.empty(rows)
+    for h in range(levels):
+        state, sec = states[h], seconds[h]
         for i in range(nodes):
-            node_elements[i] = dims[1, i] * dims[2, i] * kernel[i]
-            node_seconds[i] = dims[0, i] * dims[1, i] * s_in[i]
-        weights, stored = pairwise_sum(node_elements, nodes), pairwise_sum(node_seconds, nodes)
-        out[r, 0], out[r, 1] = elements, seconds_total
-        out[r, 2] = max(0.0, bytes_per_element * (weight_copies * weights + stored))
+            c0, c1, c2 = constant[0, i], constant[1, i], constant[2, i]
+            fb, fi, fo = factor[h, 0, :, i], factor[h, 1, :, i], factor[h, 2, :, i]
+            for r in range(rows):
+                s = state[i, r]
+                b, di, do = batch[i, r], d_in[i, r], d_out[i, r]
+                product = di * do if s == 0 else (b * do if s == 1 else b * di)  # Table 4
+                elements = product * (c0 if s == 0 else (c1 if s == 1 else c2))
+                node_elements[i, r], node_seconds[i, r] = elements, elements * sec
+                received[i, r] = b * di * s_in[i]  # A(F) of the consumer
+                batch[i, r] = b * (fb[0] if s == 0 else (fb[1] if s == 1 else fb[2]))  # §3.2 SHRINK
+                d_in[i, r] = di * (fi[0] if s == 0 else (fi[1] if s == 1 else fi[2]))
+                d_out[i, r] = do * (fo[0] if s == 0 else (fo[1] if s == 1 else fo[2]))
+        for e in range(edges):
+            u, v, base, table = edge_u[e], edge_v[e], code_base[e], fraction[h]
+            for r in range(rows):
+                elements = received[v, r] * table[base + 6 * state[u, r] + state[v, r]]  # Table 5
+                edge_elements[e, r], edge_seconds[e, r] = elements, elements * sec
+        for column, (on_nodes, on_edges) in enumerate(((node_elements, edge_elements), (node_seconds, edge_seconds))):
+            column_sums(on_nodes, sum_a, partial)
+            column_sums(on_edges, sum_b, partial)
+            for r in range(rows):
+                out[r, column] = sum_a[r] + sum_b[r] if h == 0 else out[r, column] + (sum_a[r] + sum_b[r])
+    for i in range(nodes):
+        for r in range(rows):
+            node_elements[i, r] = d_in[i, r] * d_out[i, r] * kernel[i]
+            node_seconds[i, r] = batch[i, r] * d_in[i, r] * s_in[i]
+    column_sums(node_elements, sum_a, partial)
+    column_sums(node_seconds, sum_b, partial)
+    for r in range(rows):
+        out[r, 2] = max(0.0, bytes_per_element * (weight_copies * sum_a[r] + sum_b[r]))
 
 
 def kernel_inputs(model) -> tuple:
@@ -110,13 +123,15 @@ def kernel_inputs(model) -> tuple:
             float(model.bytes), float(model.weight_copies))
 
 
-def compiled_batch(model):
-    """``evaluate_batch``'s communication and memory columns, through the kernel."""
+def compiled_batch(model, chunk: int):
+    """``evaluate_batch``'s comm_elements, comm_time and memory_bytes columns, through the kernel."""
     inputs = kernel_inputs(model)
 
     def evaluate(X):
-        out = np.empty((len(X), 3))
-        score(model._decode(X)[0], *inputs, out)
+        states, out = model._decode(X)[0], np.empty((len(X), 3))
+        for start in range(0, len(X), chunk):
+            score(np.ascontiguousarray(states[start:start + chunk].transpose(1, 2, 0)), *inputs,
+                  out[start:start + chunk])
         return out
     return evaluate
 
@@ -131,31 +146,50 @@ def best_rate(function, X, repeats: int = 5) -> float:
     return len(X) / min(spent)
 
 
+def first_call() -> None:
+    """(Child process) CPU seconds of the kernel's first call (numba is imported already)."""
+    model = accpar_problem("vgg19", [("tpu-v3", 8)]).cost_model
+    X = model.space.sample(np.random.default_rng(0), 8)
+    start = time.process_time()
+    compiled_batch(model, 8)(X)
+    print(time.process_time() - start)
+
+
+def child_seconds(args: list[str], cache: str) -> float:
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, "NUMBA_CACHE_DIR": cache}, cwd=os.path.dirname(__file__))
+    return float(out.stdout.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--chunk", type=int, default=512, help="plans per kernel call")
+    parser.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.first_call:
+        return first_call()
     print(machine(), f"numba {numba.__version__}")
-    child = subprocess.run([sys.executable, "-c", "import time; import numpy; t = time.process_time(); "
-                            "import numba; print(time.process_time() - t)"], capture_output=True, text=True, check=True)
-    print(f"import numba, after numpy: {float(child.stdout):.2f} s CPU (every process that scores in batches)")
+    with tempfile.TemporaryDirectory() as cache:
+        numba_import = child_seconds(["-c", "import time, numpy; t = time.process_time(); import numba; "
+                                      "print(time.process_time() - t)"], cache)
+        compiling = child_seconds([__file__, "--first-call"], cache)
+        cached = child_seconds([__file__, "--first-call"], cache)
+    print(f"a process that scores through numba pays: import numba {numba_import:.2f} s CPU, then its first "
+          f"call {compiling:.2f} s (compiling; once per install) or {cached:.2f} s (loading numba's cache)")
     rng = np.random.default_rng(0)
     for label, network, count, target in [("vgg19, 8 tpu-v3", "vgg19", 8, 1e6),
                                           ("resnet50, 1024 tpu-v3", "resnet50", 1024, None)]:
         model = accpar_problem(network, [("tpu-v3", count)]).cost_model
         X = model.space.sample(rng, args.rows)
-        evaluate = compiled_batch(model)
-        start = time.process_time()
-        out = evaluate(X[:10])
-        first = time.process_time() - start
-        reference = model.evaluate_batch(X)
-        out = evaluate(X)
+        evaluate = compiled_batch(model, args.chunk)
+        reference, out = model.evaluate_batch(X), evaluate(X)
         same = all(np.array_equal(out[:, k], reference[key])
                    for k, key in enumerate(("comm_elements", "comm_time", "memory_bytes")))
         kernel, numpy_rate = best_rate(evaluate, X), best_rate(model.evaluate_batch, X)
         goal = f"; target >= {target:,.0f}: {verdict(kernel, target, False)}" if target else ""
-        print(f"{label}: kernel {kernel:,.0f} rows per CPU second, evaluate_batch {numpy_rate:,.0f} "
-              f"({kernel / numpy_rate:.1f}x){goal}; bit for bit the same: {same}; first call (compiling) {first:.1f} s")
+        print(f"{label}: kernel {kernel:,.0f} plans per CPU second, evaluate_batch {numpy_rate:,.0f} "
+              f"({kernel / numpy_rate:.1f}x){goal}; bit for bit the same: {same}")
 
 
 if __name__ == "__main__":
