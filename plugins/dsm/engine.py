@@ -71,6 +71,7 @@ class DSMSearch(SearchEngine):
             planner = _Planner(model, builder, reserved, preloaded, fixed)
             for combo in _pipe_combos(model, pinned, fixed):
                 plans.append(planner.plan(combo, pinned))
+        evaluator.expected = len(plans)  # progress counts to the plans found, not the search budget
         evaluator.evaluate(np.array(plans))
         return {"prune": self.prune, "candidates_scored": builder.counter.scored,
                 "tables_reused": builder.counter.cached, "plans_scored": len(plans)}

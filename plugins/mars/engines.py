@@ -199,6 +199,9 @@ class MarsSearch(SearchEngine):
                        crossover=SBX(prob=self.crossover_prob, eta=self.eta_c), mutation=PM(eta=self.eta_m),
                        eliminate_duplicates=True)
         algorithm.setup(problem, seed=seed, termination=NoTermination())
+        # progress counts to generations 0..gens1 (within the budget), not to the whole budget
+        ga, left = self.pop1 * (self.gens1 + 1), evaluator.remaining_evaluations
+        evaluator.expected = evaluator.evaluations + (ga if left is None else min(left, ga))
         generation = 0
         while generation <= self.gens1 and not evaluator.exhausted:  # generation 0: the first population
             infills = algorithm.ask()

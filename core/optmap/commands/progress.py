@@ -58,7 +58,8 @@ class Progress:
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=_total(evaluator), best="-")
         best = f"{evaluator.best_value:.5g}" if evaluator.best_f is not None else "-"
-        self.bar.update(self.task, completed=evaluator.evaluations, best=best)
+        # the total again: an engine may announce its count after the bar appeared (mars, after its seeds)
+        self.bar.update(self.task, completed=evaluator.evaluations, total=_total(evaluator), best=best)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -146,3 +146,11 @@ def test_a_pipe_group_costs_fill_times_its_slowest_stage():
     report = model.evaluate(model.space.decode(x))  # nothing outside the group: its cost is the time
     assert report.metrics["time"] == pytest.approx(by_hand, rel=1e-12)
     assert report.tables["pipe groups"][0]["on"] == "Y"
+
+
+def test_progress_counts_to_the_plans_the_engine_scores(small_no_dysm):
+    # the dsm engine plans by DP and scores its plans once; a bar counting to the search budget
+    # (20,000 by default) would read "1/20,000" for a finished search
+    evaluator = Evaluator(small_no_dysm, ["time"], budget=Budget(evaluations=20_000))
+    extra = DSMSearch().search(evaluator, 0)
+    assert evaluator.expected == extra["plans_scored"] == evaluator.evaluations

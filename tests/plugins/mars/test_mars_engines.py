@@ -48,6 +48,19 @@ def test_mars_is_reproducible_and_counts_its_cache():
                                                     (extra["level2_cache_hits"] + extra["level2_solved"]))
 
 
+
+@pytest.mark.parametrize("budget", [None, 20])
+def test_progress_counts_to_the_generations_within_the_budget(budget):
+    # after its seed plans, mars announces pop1 = 8 for generations 0..gens1 = 4 (SMALL), or what
+    # is left of the budget when that is less; a bar counting to the default budget (20,000)
+    # would read "33/20,000" for a finished search
+    seen = []  # (evaluations, announced) at every progress call
+    result = solve(small_problem(model="vgg11"), "mars", seed=0, budget=Budget(evaluations=budget),
+                   progress=lambda evaluator: seen.append((evaluator.evaluations, evaluator.expected)))
+    seeded = max(n for n, announced in seen if announced is None)
+    announced = {a for _, a in seen if a is not None}
+    assert announced == {min(budget or 10**9, seeded + 8 * 5)} and result.evaluations <= min(announced)
+
 def test_exact_inner_and_level1_fitness_is_the_cost_model():
     problem = small_problem(model="vgg11")
     ga = solve(problem, "mars", seed=0)
