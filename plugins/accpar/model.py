@@ -45,8 +45,14 @@ from .plans import HYPAR_TYPES, fixed_states, level_plans
 from .tables import LAYOUT_NAMES, TYPE_II, TYPE_NAMES, WEIGHTED, state_tables, table6_flops
 
 
-# Elements of one (rows, nodes + edges) array in a scoring pass; sets the rows per pass.
+# Elements of one (rows, nodes + edges) array in a numpy scoring pass; sets the rows per pass.
 CHUNK_ELEMENTS = 1 << 16
+
+# Plans from which a batch is scored by the compiled kernel (kernel.py). Below it numpy scores
+# it: importing numba and loading the kernel cost about 0.4-0.6 s per process, which a batch of
+# a few hundred plans does not repay; and the one-plan scoring of the DP engines and of the
+# quickstart stays free of it. Same bits either way (tests/plugins/accpar/test_accpar_kernel.py).
+KERNEL_ROWS = 256
 
 # Capability of this cost model that the layer-wise DP engines need: per-level node and
 # transition cost tables (``chain_tables``) over the block view.
@@ -175,9 +181,20 @@ class AccParCostModel(LevelCosts, CostModel):
         return states, shares
 
     def _evaluate(self, X: np.ndarray, detail: bool = False) -> dict:
-        g = self.graph
+        """Scores of every row of X, through numpy; ``detail`` adds each level's costs, each node's
+        and edge's seconds, the states and the shares (for one plan's report)."""
         states, shares = self._decode(np.atleast_2d(X))
         n = len(states)
+        comm_elements, comm_time, leaves, extra = self._levels(states, shares, detail)
+        out = {"comm_elements": comm_elements, "comm_bytes": comm_elements * self.bytes}
+        if detail:
+            out.update(extra, states=states, shares=shares)
+        return self._totals(out, comm_time, n, leaves=leaves, detail=detail)
+
+    def _levels(self, states: np.ndarray, shares: dict, detail: bool):
+        """Level by level: communicated elements and seconds per plan summed over levels, the
+        leaves' (Dims, sub-array), and with ``detail`` the per-level and per-node/edge costs."""
+        g, n = self.graph, len(states)
         per_level = {"comm_elements": [], "comm_time": []}
         node_time, edge_time = (np.zeros((n, len(g.names))), np.zeros((n, len(g.edge_u)))) if detail else (None, None)
         classes = [self.root]
@@ -203,15 +220,20 @@ class AccParCostModel(LevelCosts, CostModel):
             leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == h]
             classes = next_classes
         leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == self.hierarchy.depth]
-        comm_elements = np.sum(per_level["comm_elements"], axis=0) if per_level["comm_elements"] else np.zeros(n)
-        out = {"comm_elements": comm_elements, "comm_bytes": comm_elements * self.bytes}
-        if detail:
-            out.update(per_level=per_level, node_time=node_time, edge_time=edge_time, states=states, shares=shares)
+        totals = [np.sum(per_level[m], axis=0) if per_level[m] else np.zeros(n) for m in ("comm_elements", "comm_time")]
+        return *totals, leaves, {"per_level": per_level, "node_time": node_time, "edge_time": edge_time}
+
+    def _totals(self, out: dict, comm_time: np.ndarray, n: int, leaves=None, costs=None, detail: bool = False) -> dict:
+        """``out`` (communicated elements and bytes) with compute, memory and Eq. 9's time: from the
+        ``leaves`` (Dims, sub-array), or ``costs`` already summed (compute seconds, memory, fits)."""
         if self.mode == "comm_only":
             return out
-        compute, memory, fits, host = self._leaf_costs(leaves, n)
-        comm_time = np.sum(per_level["comm_time"], axis=0) if per_level["comm_time"] else np.zeros(n)
-        compute_time = np.broadcast_to(compute.sum(1) if self.step is None else np.maximum(compute.sum(1), host), n)
+        if costs is None:
+            compute, memory, fits, host = self._leaf_costs(leaves, n)
+            compute_time = compute.sum(1) if self.step is None else np.maximum(compute.sum(1), host)
+        else:
+            compute_time, memory, fits = costs
+        compute_time = np.broadcast_to(compute_time, n)
         out.update(
             time=np.maximum(compute_time, comm_time) if self.overlap else compute_time + comm_time,
             compute_time=compute_time,
@@ -220,7 +242,7 @@ class AccParCostModel(LevelCosts, CostModel):
             feasible=fits,
         )
         if detail:
-            out["layer_compute"] = np.broadcast_to(compute, (n, len(g.names)))
+            out["layer_compute"] = np.broadcast_to(compute, (n, len(self.graph.names)))
         return out
 
     def _leaf_costs(self, leaves, n: int):
@@ -262,7 +284,13 @@ class AccParCostModel(LevelCosts, CostModel):
         return int(min(4096, max(64, CHUNK_ELEMENTS // max(1, per_row))))
 
     def evaluate_batch(self, X: np.ndarray, chunk: int | None = None) -> dict[str, np.ndarray]:
-        """Score every row of X, vectorised over cache-sized chunks of rows (:attr:`chunk_rows`)."""
+        """Score every row of X, ``chunk`` rows per pass. A batch of :data:`KERNEL_ROWS` plans or
+        more goes through the compiled kernel (kernel.py, :func:`~.kernel.kernel_rows` per pass); a smaller
+        one through numpy, in cache-sized passes (:attr:`chunk_rows`). Both give the same bits."""
+        if len(X) >= KERNEL_ROWS:
+            from .kernel import kernel_rows, score_batch
+
+            return score_batch(self, np.asarray(X), chunk or kernel_rows(self))
         chunk = chunk or self.chunk_rows
         parts = [self._evaluate(X[start:start + chunk]) for start in range(0, len(X), chunk)]
         return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}

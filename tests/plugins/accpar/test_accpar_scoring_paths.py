@@ -3,13 +3,14 @@ latency, ``comm_only``, measured accelerators (the shared step model), a single 
 "linear" shares with ``combine = "sum"``, odd accelerator counts. ``evaluate_batch`` must give,
 bit for bit, the scores the plugin printed before its scoring gathered Table 4 and SHRINK from
 per-(state, node) tables (tests/data/accpar_speed/scores-before-table-gathers.json, printed at
-commit 68c2c4c)."""
+commit 68c2c4c), through numpy and through the compiled kernel."""
 
 import json
 
 import numpy as np
 import pytest
 
+import optmap.plugins.accpar.model as accpar_model
 from conftest import DATA, make_problem
 
 CASES = json.loads((DATA / "accpar_speed" / "scores-before-table-gathers.json").read_text())
@@ -20,8 +21,10 @@ def _name(case):
     return f"{case['spec']['workload']['model']}-{groups}-{case['spec']['cost'].get('mode', 'time')}"
 
 
+@pytest.mark.parametrize("kernel_rows", [10**9, 1], ids=["numpy", "kernel"])
 @pytest.mark.parametrize("case", CASES, ids=_name)
-def test_scores_equal_the_code_before_the_table_gathers(case):
+def test_scores_equal_the_code_before_the_table_gathers(case, kernel_rows, monkeypatch):
+    monkeypatch.setattr(accpar_model, "KERNEL_ROWS", kernel_rows)  # every batch through one path
     model = make_problem(json.loads(json.dumps(case["spec"]))).cost_model
     X = np.array(case["X"], float)
     for chunk in (None, 3):  # one pass, and passes of three rows (the last one short)

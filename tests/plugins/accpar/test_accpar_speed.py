@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+import optmap.plugins.accpar.model as accpar_model
 from optmap import chain_dp
 from optmap.plugins.accpar.dp import NUMPY_CHAIN_ROWS, ChainDP
 from optmap.plugins.accpar.engines import batch_level_plans, level_plans
@@ -128,7 +129,7 @@ def test_one_row_of_tables_serves_every_row():
 
 
 @pytest.mark.parametrize("case", BEFORE, ids=lambda c: f"{c['spec']['workload']['model']}-{len(c['spec']['system']['groups'])}kinds")
-def test_plans_costs_and_scores_equal_the_code_before_issue_14(case):
+def test_plans_costs_and_scores_equal_the_code_before_issue_14(case, monkeypatch):
     problem = make_problem(json.loads(json.dumps(case["spec"])))
     model = problem.cost_model
     for engine, before in case["engines"].items():
@@ -139,9 +140,11 @@ def test_plans_costs_and_scores_equal_the_code_before_issue_14(case):
     states, costs = level_plans(model, case["level_plans"]["shares"])
     assert states.tolist() == case["level_plans"]["states"]
     assert costs == case["level_plans"]["costs"]
-    scores = model.evaluate_batch(np.array(case["X"], float))
-    for metric, values in case["scores"].items():
-        assert np.asarray(scores[metric]).tolist() == values, metric
+    for kernel_rows in (10**9, 1):  # numpy, then the compiled kernel
+        monkeypatch.setattr(accpar_model, "KERNEL_ROWS", kernel_rows)
+        scores = model.evaluate_batch(np.array(case["X"], float))
+        for metric, values in case["scores"].items():
+            assert np.asarray(scores[metric]).tolist() == values, (metric, kernel_rows)
 
 
 def test_rows_per_scoring_pass_follow_the_network_size():
