@@ -29,7 +29,7 @@ import numpy as np
 
 from optmap.bounds import ints
 from optmap.compute import calibration_of
-from optmap.compute.step import Optimizer, StepModel
+from optmap.compute.optimizer import Optimizer
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
@@ -114,7 +114,11 @@ class AccParCostModel(LevelCosts, CostModel):
         self._chain_dp: ChainDP | None = None
         self._every_state: Decisions | None = None
         measured = compute == "auto" and any(calibration_of(g.accelerator) for g in system.groups)
-        self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer) if measured else None
+        self.step = None  # the shared compute model of measured accelerators (module docstring)
+        if measured:
+            from optmap.compute.step import StepModel
+
+            self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer)
         self.hierarchy: Hierarchy = bisect(system)
         self.networks = split_networks(system, [s for level in self.hierarchy.splits for s in level])
         self.bytes = workload.bytes_per_element

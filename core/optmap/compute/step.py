@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal
 
 import numpy as np
 
@@ -41,13 +40,13 @@ from optmap.workload import Layer, Workload, dtype_bytes
 
 from .calibration import calibration_of
 from .model import compute_time
+from .optimizer import Optimizer
 
 MASTER_BYTES = 4  # fp32 master weights and gradients
 OPTIMIZER_BYTES = {"sgd": 12, "momentum": 20, "adam": 28}  # fp32 bytes per parameter per update
 LOSS_BYTES = 4 * 4  # fp32 logits: log-softmax and NLL, forward and backward, per output element
 INDEX_BYTES = 8  # max pooling keeps an int64 index per output
 MASK_BYTES = 1  # dropout keeps a bool mask per element
-Optimizer = Literal["sgd", "momentum", "adam"]
 
 
 @dataclass(frozen=True)
