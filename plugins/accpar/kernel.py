@@ -33,8 +33,8 @@ KERNEL_CHUNK_ELEMENTS = 1 << 16
 _INPUTS: WeakKeyDictionary = WeakKeyDictionary()  # kernel_inputs per model, made on its first batch
 
 # Seconds after which a first call still running is said to be compiling (loading the cached kernel
-# takes 0.2-0.4 s; compiling it, on the first run after an install, 15 s on this machine).
-COMPILING_NOTE_AFTER = 2.0
+# takes 0.2-1 s; compiling it, on the first run after an install, 14-17 s on this machine).
+COMPILING_NOTE_AFTER = 5.0
 COMPILING_NOTE = ("optmap: compiling AccPar's batch scorer with numba, once per install (about 15 s); "
                   "later runs load it from numba's cache")
 
@@ -229,25 +229,27 @@ def kernel_inputs(model) -> tuple:
         else:
             shape_shares.append((0.5, 0.5) if linear else (0.0, 0.0))
     constant, splits_dim = model.state_tables
-    return (
-        np.ascontiguousarray(model.root.sizes[:, 0, :], float), np.asarray(constant, float),
-        np.asarray(splits_dim, bool),
-        np.asarray(g.s_in, float), np.asarray(g.edge_u, np.int64), np.asarray(g.edge_v, np.int64),
-        (18 * np.asarray(g.edge_role_u, np.int64) + 3 * np.asarray(g.edge_role_v, np.int64)),
+    inputs = (
+        np.ascontiguousarray(model.root.sizes[:, 0, :], float), np.ascontiguousarray(constant, float),
+        np.ascontiguousarray(splits_dim, bool), np.ascontiguousarray(g.s_in, float),
+        np.ascontiguousarray(g.edge_u, np.int64), np.ascontiguousarray(g.edge_v, np.int64),
+        18 * np.ascontiguousarray(g.edge_role_u, np.int64) + 3 * np.ascontiguousarray(g.edge_role_v, np.int64),
         np.array([[s.level, s.parent, s.children[0], s.children[-1], len(s.children),
                    -1 if s.ratio is None else ratios.index(s.ratio)] for s in splits], np.int64).reshape(-1, 6),
-        np.array([s.share if s.ratio is None else 0.0 for s in splits]),
+        np.array([s.share if s.ratio is None else 0.0 for s in splits], float),
         np.array([model.seconds[(s.level, s.parent)] for s in splits], float).reshape(-1, 2),
-        np.array([0.0 if model.mode == "comm_only" else model.networks[(s.level, s.parent)].latency for s in splits]),
-        np.array([[CROSS_TERMS * x * (1 - x) + FULL_TERMS * (1 - x) for x in pair] for pair in shape_shares]
+        np.array([0.0 if model.mode == "comm_only" else model.networks[(s.level, s.parent)].latency for s in splits],
+                 float),
+        np.array([[CROSS_TERMS * x * (1 - x) + FULL_TERMS * (1 - x) for x in pair] for pair in shape_shares], float
                  ).reshape(-1, 2, CROSS_TERMS.size),
-        linear, model.combine == "sum",
+        bool(linear), model.combine == "sum",
         np.array([[level, index] for _, level, index in hierarchy.leaves], np.int64).reshape(-1, 2),
         np.array([sub.members[0][0].flops_per_s(model.workload.dtype) for sub, _, _ in hierarchy.leaves], float),
         np.array([sub.members[0][0].memory_bytes for sub, _, _ in hierarchy.leaves], float),
-        np.asarray(g.kernel, float), np.asarray(model.layer_flops, float), model.check_memory,
-        np.array([model.bytes, model.weight_copies], float), max(len(c) for c in hierarchy.classes),
+        np.ascontiguousarray(g.kernel, float), np.ascontiguousarray(model.layer_flops, float), bool(model.check_memory),
+        np.array([model.bytes, model.weight_copies], float), int(max(len(c) for c in hierarchy.classes)),
     )
+    return inputs  # contiguous arrays of fixed types: one compiled signature for every model
 
 
 def kernel_rows(model) -> int:

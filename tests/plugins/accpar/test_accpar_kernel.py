@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
@@ -57,6 +58,20 @@ def test_large_batches_go_through_the_kernel_and_small_ones_do_not(monkeypatch):
     assert calls == []
     model.evaluate_batch(X)
     assert calls == [accpar_model.KERNEL_ROWS]
+
+
+def test_every_model_uses_one_compiled_signature():
+    # a second signature (an array in another layout or type) would compile again on first use,
+    # 15 s: every array is C-contiguous (numpy hands some tables over in either layout, depending
+    # on the network), and every model's inputs have the same types
+    from optmap.plugins.accpar.kernel import kernel_inputs
+
+    signatures = set()
+    for case in CASES:
+        inputs = kernel_inputs(make_problem(json.loads(json.dumps(case["spec"]))).cost_model)
+        assert all(value.flags.c_contiguous for value in inputs if isinstance(value, np.ndarray))
+        signatures.add(tuple(numba.typeof(value) for value in inputs))
+    assert len(signatures) == 1
 
 
 @pytest.mark.parametrize("n", [*range(1, 40), 127, 128, 129, 136, 255, 300, 1000])
