@@ -85,9 +85,9 @@ def test_import_cli_is_light():
 
 def test_quickstart_run_starts_light(tmp_path):
     """`optmap run` on the quickstart (AccPar's own engine) loads no random-number generators,
-    statistics, pydantic, numba (its one-plan batches stay on numpy), measured presets or step
-    model (its accelerators are datasheet ones), and starts numpy's BLAS with one thread (issue
-    14: 0.1 CPU s of start-up, numba 0.4-0.6 s, presets and step model about 15 ms)."""
+    statistics, pydantic, numba (its one-plan batches stay on numpy) or step model (its
+    accelerators are datasheet ones), and starts numpy's BLAS with one thread (issue 14: 0.1 CPU
+    s of start-up, numba 0.4-0.6 s, the step model about 6 ms)."""
     code = (
         "import os, sys, contextlib, io\n"
         "os.environ.pop('OPENBLAS_NUM_THREADS', None); os.environ.pop('OMP_NUM_THREADS', None)\n"
@@ -96,7 +96,7 @@ def test_quickstart_run_starts_light(tmp_path):
         f"    code = main(['run', {str(ROOT / 'problems' / 'quickstart.toml')!r}, '--json', {str(tmp_path / 'r.json')!r}])\n"
         "assert code == 0\n"
         "print(os.environ['OPENBLAS_NUM_THREADS'], [m for m in ('numpy.random', 'statistics', 'pydantic', 'numba',"
-        " 'optmap.compute.preset', 'optmap.compute.step')"
+        " 'optmap.compute.step')"
         " if m in sys.modules])\n"
     )
     assert python_prints(code) == "1 []"

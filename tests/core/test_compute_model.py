@@ -119,7 +119,7 @@ def test_calibration_travels_with_the_accelerator():
 
 
 def _h100():
-    from optmap.plugins.hardware.measured import PRESET_FILES
+    from optmap.plugins.hardware import PRESET_FILES
     from optmap.compute import read_preset
 
     return read_preset(PRESET_FILES / "h100-sxm.toml")

@@ -112,7 +112,7 @@ def test_a_growing_shard_never_takes_less_time():
     # Every node of ResNet-18 priced on h100-sxm as its shard grows along batch, input and output
     # channels (fractions 1/64 .. 1 of the layer, as AccPar's shares make them).
     from optmap.compute import read_preset
-    from optmap.plugins.hardware.measured import PRESET_FILES
+    from optmap.plugins.hardware import PRESET_FILES
 
     h100 = read_preset(PRESET_FILES / "h100-sxm.toml")
     workload = resnet18(batch=256, dtype="bf16")
