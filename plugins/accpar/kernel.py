@@ -9,7 +9,7 @@ numpy's pairwise order (:func:`column_sums`). A measured accelerator's compute m
 numpy: the kernel hands it the leaves' tensor dimensions.
 
 Importing this module imports numba (about 0.2-0.3 s) and loads the compiled kernel from numba's
-cache (about 0.2-0.4 s; the first run after an install compiles it, about 10 s), so the model
+cache (about 0.2-0.4 s; the first run after an install compiles it, 14-17 s), so the model
 sends only large batches here (:data:`~.model.KERNEL_ROWS`).
 """
 
