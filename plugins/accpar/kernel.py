@@ -280,10 +280,12 @@ def score_batch(model, X: np.ndarray, chunk: int) -> dict[str, np.ndarray]:
         out = np.zeros((rows, 5))
         leaf_dims = np.empty((len(leaves), 3, rows if measured else 0, nodes))
         leaf_share = np.empty((len(leaves), rows))
-        score_levels(np.ascontiguousarray(states.transpose(1, 2, 0)), shares, *inputs, out, leaf_dims, leaf_share)
-        if note is not None:
-            note.cancel()
-            note = None
+        try:
+            score_levels(np.ascontiguousarray(states.transpose(1, 2, 0)), shares, *inputs, out, leaf_dims, leaf_share)
+        finally:  # loaded or compiled (or failed): no note after this
+            if note is not None:
+                note.cancel()
+                note = None
         comm_elements, comm_time = out[:, 0].copy(), out[:, 1].copy()
         scores = {"comm_elements": comm_elements, "comm_bytes": comm_elements * model.bytes}
         if measured:
