@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from .levels import Dims
-from .tables import CROSS_TERMS, FULL_TERMS
+from .tables import CROSS_TERMS, FULL_TERMS, inter_fraction_of
 
 # Elements of one (nodes + edges, plans) buffer per kernel call: sets the plans per call, a multiple
 # of 64 from 64 to 1024 (VGG-19: 1024, ResNet-50's block view: 384); measured on VGG-19 and
@@ -229,6 +229,7 @@ def kernel_inputs(model) -> tuple:
         else:
             shape_shares.append((0.5, 0.5) if linear else (0.0, 0.0))
     constant, splits_dim = model.state_tables
+    every_code = np.arange(CROSS_TERMS.size)  # Table 5 for every transition, at a fixed share
     inputs = (
         np.ascontiguousarray(model.root.sizes[:, 0, :], float), np.ascontiguousarray(constant, float),
         np.ascontiguousarray(splits_dim, bool), np.ascontiguousarray(g.s_in, float),
@@ -240,7 +241,7 @@ def kernel_inputs(model) -> tuple:
         np.array([model.seconds[(s.level, s.parent)] for s in splits], float).reshape(-1, 2),
         np.array([0.0 if model.mode == "comm_only" else model.networks[(s.level, s.parent)].latency for s in splits],
                  float),
-        np.array([[CROSS_TERMS * x * (1 - x) + FULL_TERMS * (1 - x) for x in pair] for pair in shape_shares], float
+        np.array([[inter_fraction_of(every_code, x) for x in pair] for pair in shape_shares], float
                  ).reshape(-1, 2, CROSS_TERMS.size),
         bool(linear), model.combine == "sum",
         np.array([[level, index] for _, level, index in hierarchy.leaves], np.int64).reshape(-1, 2),
