@@ -73,6 +73,24 @@ class Host:
             raise OptmapError(f"unknown {label} '{name}'{did_you_mean(name, registry)}{failed}")
         return registry[name]
 
+    def build(self, kind: str, name: str, *args: Any, options: dict[str, Any] | None = None,
+              where: str = "") -> Any:
+        """Build the ``kind`` registered as ``name``: ``factory(*args, **options)``, the options
+        validated against its signature, this host passed to a factory that declares ``host``.
+
+        This is how one plugin uses another, by its registered name and never by importing it:
+        a composite cost model builds its inner formulation (``host.build("cost_model", "accpar",
+        workload, system, options={...})``), a plugin builds a workload another plugin registers.
+        Errors are one line starting with ``where`` (default: the kind and name).
+        """
+        entry = self.get(kind, name)
+        what = where or f"{kind.replace('_', ' ')} '{name}'"
+        try:
+            factory = entry.resolve()
+        except OptmapError as exc:
+            raise OptmapError(f"{what}: {exc}") from exc
+        return call_with_options(what, factory, dict(options or {}), *args, plugin=entry.plugin, host=self)
+
     def names(self, kind: str) -> list[str]:
         return sorted(self.registries[kind])
 
@@ -261,6 +279,17 @@ def _without_echo(what: str, message: str) -> str:
     return message
 
 
+def _takes_keyword(factory: Callable, name: str) -> bool:
+    import inspect
+
+    try:
+        target = factory.__init__ if inspect.isclass(factory) else factory
+        parameter = inspect.signature(target).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.kind == parameter.KEYWORD_ONLY
+
+
 def call_with_options(
     what: str,
     factory: Callable,
@@ -268,8 +297,12 @@ def call_with_options(
     *args: Any,
     plugin: str | None = None,
     section_keys: tuple[str, ...] = (),
+    host: Host | None = None,
 ) -> Any:
     """Call ``factory(*args, **options)`` after validating ``options`` against its signature.
+
+    A factory with a keyword-only parameter ``host`` also gets ``host`` (the host building it;
+    :data:`optmap.options.INJECTED`); it is never a problem-file key.
 
     ``what`` names the place for error messages, e.g. ``"problem.toml: [cost] model 'accpar'"``;
     ``plugin`` (the plugin that registered the factory) is named when the factory fails in an
@@ -279,7 +312,10 @@ def call_with_options(
     """
     from optmap.options import validate_options
 
+    from optmap.options import INJECTED
+
     kwargs = validate_options(what, factory, options, skip=len(args), section_keys=section_keys)
+    kwargs.update({name: host for name in INJECTED if host is not None and _takes_keyword(factory, name)})
     try:
         return factory(*args, **kwargs)
     except OptmapError as exc:

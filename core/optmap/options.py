@@ -24,6 +24,11 @@ from typing import Any, Callable
 from optmap.errors import OptmapError
 
 _ORDER = {"extra_forbidden": 0, "missing": 1}
+
+# Keyword parameters the host fills in itself, never problem-file options: a factory that declares
+# ``host`` receives the :class:`~optmap.host.Host` building it (to build another registered
+# plugin by name, e.g. a composite cost model's inner formulation).
+INJECTED = ("host",)
 _NUMBERS = (int, float)
 
 
@@ -53,6 +58,8 @@ def option_fields(factory: Callable, skip: int = 0) -> dict[str, tuple[Any, Any]
             continue
         if positional < skip and parameter.kind != parameter.KEYWORD_ONLY:
             positional += 1
+            continue
+        if parameter.name in INJECTED and parameter.kind == parameter.KEYWORD_ONLY:
             continue
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default

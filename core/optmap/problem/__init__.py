@@ -116,7 +116,7 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     system = build_system(where, tables["system"], host, own)
     cost_entry = pop_name(where, "cost", tables["cost"], "model", host, "cost_model")
     what = f"{where}: [cost] model '{cost_entry.name}'"
-    cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",))
+    cost_model = call(what, cost_entry, tables["cost"], workload, system, section_keys=("model",), host=host)
     check_returned(what, cost_entry, cost_model, cost_model_missing)
     names, senses = goals.objectives(where, tables["objective"], cost_model, cost_entry.name)
     upper, lower = goals.constraints(where, tables["constraints"], tuple(cost_model.metrics), cost_entry.name)

@@ -63,10 +63,12 @@ def resolve(what: str, entry: Entry) -> Any:
         raise OptmapError(f"{what}: {exc}") from exc
 
 
-def call(what: str, entry: Entry, table: dict, *args: Any, section_keys: tuple[str, ...]) -> Any:
-    """Build ``entry`` with the options in ``table``, validated against its signature."""
+def call(what: str, entry: Entry, table: dict, *args: Any, section_keys: tuple[str, ...],
+         host: Host | None = None) -> Any:
+    """Build ``entry`` with the options in ``table``, validated against its signature (a factory
+    that declares a keyword-only ``host`` gets ``host``)."""
     factory = resolve(what, entry)
-    return call_with_options(what, factory, table, *args, plugin=entry.plugin, section_keys=section_keys)
+    return call_with_options(what, factory, table, *args, plugin=entry.plugin, section_keys=section_keys, host=host)
 
 
 def public_name(cls: type) -> str:

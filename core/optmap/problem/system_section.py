@@ -158,7 +158,8 @@ def build_system(where: str, table: dict, host: Host, own: dict):
     topology: Entry = pop_name(where, "system", table, "topology", host, "topology")
     specs = groups(where, table.pop("groups", None), host, own)
     what = f"{where}: [system] topology '{topology.name}'"
-    system = check_returned(what, topology, call(what, topology, table, specs, section_keys=("topology", "groups")),
+    built = call(what, topology, table, specs, section_keys=("topology", "groups"), host=host)
+    system = check_returned(what, topology, built,
                             System)
     object.__setattr__(system, "options_given", frozenset(table))  # what the file set, not a default
     return system

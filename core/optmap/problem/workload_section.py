@@ -51,5 +51,5 @@ def build_workload(where: str, table: dict, host: Host, base: Path | None):
         entry = _reader(where, Path(table["file"]), host)
     what = f"{where}: [workload] model '{entry.name}'"
     keys = ("model", "file") if "file" in table else ("model",)
-    workload = call(what, entry, table, section_keys=keys)
+    workload = call(what, entry, table, section_keys=keys, host=host)
     return check_returned(what, entry, workload, Workload)
