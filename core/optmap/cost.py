@@ -44,7 +44,9 @@ class CostReport:
     objective); ``plan`` is a JSON-friendly description of the decisions; ``layers`` the
     per-layer breakdown; ``tables`` any other breakdown as named tables of rows (one dict per
     row, the same keys in each: per pipeline stage, per device, per accelerator set), which
-    ``optmap run`` prints and the JSON result keeps.
+    ``optmap run`` prints and the JSON result keeps. ``children`` holds the reports of the
+    formulations a composite one nests (per pipeline stage: ``{"stage1": CostReport, ...}``),
+    shown by ``run`` / ``show`` and kept, nested, in the JSON result.
     """
 
     metrics: dict[str, float]
@@ -53,6 +55,7 @@ class CostReport:
     layers: tuple[LayerCost, ...] = ()
     plan: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    children: dict[str, "CostReport"] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,8 @@ class CostReport:
                 for row in self.layers
             ],
             "tables": self.tables,
+            **({"children": {name: child.to_json() for name, child in self.children.items()}}
+               if self.children else {}),
         }
 
 

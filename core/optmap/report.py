@@ -131,7 +131,19 @@ def report_tables(result: SearchResult) -> list[Table]:
     """The cost report's other breakdowns (per stage, per device, ...), one table each."""
     if result.report is None:
         return []
-    return [rows_table(name.replace("_", " "), rows) for name, rows in result.report.tables.items() if rows]
+    return _tables(result.report, "")
+
+
+def _tables(report, prefix: str) -> list[Table]:
+    """``report``'s tables, then each nested formulation's (titled ``stage1: layers``, ...)."""
+    tables = [rows_table(prefix + name.replace("_", " "), rows) for name, rows in report.tables.items() if rows]
+    for child, sub in report.children.items():
+        if sub.layers:
+            tables.append(rows_table(f"{prefix}{child}: layers", [
+                {"layer": row.name, "compute_s": row.compute, "communication_s": row.communication, **row.decisions}
+                for row in sub.layers]))
+        tables += _tables(sub, f"{prefix}{child}: ")
+    return tables
 
 
 def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:

@@ -37,25 +37,31 @@ def read_saved(path: str | Path) -> tuple[str, dict[str, Any]]:
                       f"compare --json or sweep --out)")
 
 
+def _number(row: dict[str, Any], key: str) -> float:
+    """``row[key]`` as a number: null (strict JSON's NaN, a value a model does not report) is NaN."""
+    value = row.get(key, 0.0)
+    return float("nan") if value is None else value
+
+
+def _report(raw: dict[str, Any]):
+    """A saved :class:`~optmap.cost.CostReport`, with the reports it nests."""
+    from optmap.cost import CostReport, LayerCost
+
+    fixed = ("name", "compute_s", "communication_s", "memory_bytes")
+    layers = tuple(LayerCost(row["name"], _number(row, "compute_s"), _number(row, "communication_s"),
+                             _number(row, "memory_bytes"), {k: v for k, v in row.items() if k not in fixed})
+                   for row in raw.get("layers", []))
+    children = {name: _report(child) for name, child in (raw.get("children") or {}).items()}
+    return CostReport(raw.get("metrics", {}), raw.get("feasible", True), raw.get("reason", ""), layers,
+                      raw.get("plan", {}), raw.get("tables", {}), children)
+
+
 def result_from_json(data: dict[str, Any]):
     """A saved result as a :class:`~optmap.search.SearchResult` (``best`` is None; the mapping is
     ``extra["mapping"]``)."""
-    from optmap.cost import CostReport, LayerCost
     from optmap.search import HistoryPoint, SearchResult
 
-    report = None
-    if data.get("report"):
-        raw = data["report"]
-        fixed = ("name", "compute_s", "communication_s", "memory_bytes")
-        def number(row, key):  # strict JSON writes NaN (a value a model does not report) as null
-            value = row.get(key, 0.0)
-            return float("nan") if value is None else value
-
-        layers = tuple(LayerCost(row["name"], number(row, "compute_s"), number(row, "communication_s"),
-                                 number(row, "memory_bytes"), {k: v for k, v in row.items() if k not in fixed})
-                       for row in raw.get("layers", []))
-        report = CostReport(raw.get("metrics", {}), raw.get("feasible", True), raw.get("reason", ""), layers,
-                            raw.get("plan", {}), raw.get("tables", {}))
+    report = _report(data["report"]) if data.get("report") else None
     history = [HistoryPoint(int(e), float(s), float(b)) for e, s, b in data.get("history", [])]
     objectives = tuple(data.get("objectives", data.get("values", {}).keys()))
     return SearchResult(

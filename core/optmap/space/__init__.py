@@ -16,9 +16,12 @@ Three things make a space fit a formulation without engine changes:
 - :meth:`DesignSpace.pin`: a narrowed space where some decisions are fixed, the model being
   Optuna's ``PartialFixedSampler``: a pinned variable keeps its choices but its bounds close
   on the pinned value, so every engine, generic or native, can only produce that value.
+
+:func:`join` builds a composite formulation's space from named parts (``stage1.L0:conv1``).
 """
 
 from optmap.space.design import DesignSpace, Mapping, Repair, Sampler
+from optmap.space.join import Joined, Part, join
 from optmap.space.variables import (
            KINDS,
            Variable,
@@ -28,5 +31,5 @@ from optmap.space.variables import (
            real,
 )
 
-__all__ = ["KINDS", "DesignSpace", "Mapping", "Repair", "Sampler", "Variable", "categorical", "integer",
-           "permutation", "real"]
+__all__ = ["KINDS", "DesignSpace", "Joined", "Mapping", "Part", "Repair", "Sampler", "Variable", "categorical",
+           "integer", "join", "permutation", "real"]
