@@ -37,7 +37,7 @@ def make_engine(problem: Problem, name: str, options: dict[str, Any] | None = No
     entry = problem.host.get("search_engine", name)
     merged = {**problem.search.engine_options.get(name, {}), **(options or {})}
     what = f"[search.{name}] engine '{name}'"
-    engine = call_with_options(what, entry.resolve(), merged, plugin=entry.plugin)
+    engine = call_with_options(what, entry.resolve(), merged, plugin=entry.plugin, host=problem.host)
     absent = engine_missing(engine)
     if absent:
         raise OptmapError(f"{what}: plugin '{entry.plugin}' returned {type(engine).__name__}, not {absent}")

@@ -23,6 +23,7 @@ and costs in communicated elements (metric ``comm_elements``) per level summed o
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -224,7 +225,10 @@ class AccParCostModel(LevelCosts, CostModel):
             leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == h]
             classes = next_classes
         leaves += [(classes[i], sub) for sub, level, i in self.hierarchy.leaves if level == self.hierarchy.depth]
-        totals = [np.sum(per_level[m], axis=0) if per_level[m] else np.zeros(n) for m in ("comm_elements", "comm_time")]
+        # levels added one after another: np.sum over a stacked axis would add them pairwise for a
+        # single plan and in turn for several, so a plan's score would depend on its batch
+        totals = [functools.reduce(np.add, per_level[m]) if per_level[m] else np.zeros(n)
+                  for m in ("comm_elements", "comm_time")]
         return *totals, leaves, {"per_level": per_level, "node_time": node_time, "edge_time": edge_time}
 
     def _totals(self, out: dict, comm_time: np.ndarray, n: int, leaves=None, costs=None, detail: bool = False) -> dict:

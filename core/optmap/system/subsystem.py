@@ -37,6 +37,27 @@ def _relabelled(parent: System, devices: tuple[int, ...]) -> "nx.Graph":
     return graph
 
 
+@functools.lru_cache(maxsize=64)
+def _size(system: System) -> tuple[int, int]:
+    """Nodes and links of ``system``'s graph, counted once (networkx counts edges one by one)."""
+    if system._recipe is not None:
+        return system._recipe.nodes, system._recipe.links
+    return system.graph.number_of_nodes(), system.graph.number_of_edges()
+
+
+def groups_of(system: System, devices: Sequence[int]) -> list[tuple[Group, list[int]]]:
+    """The groups that ``devices`` come from, in the system's order, each with the positions in
+    ``devices`` of its members (sorted)."""
+    members: dict[int, list[int]] = {}
+    spans = [(g.devices[0], g.devices[-1] + 1) if g.devices.contiguous else None for g in system.groups]
+    for i, d in enumerate(devices):
+        gi = next((k for k, span in enumerate(spans) if span and span[0] <= d < span[1]), None)
+        if gi is None:
+            gi = system.groups.index(system.group_of(d))
+        members.setdefault(gi, []).append(i)
+    return [(system.groups[k], sorted(members[k])) for k in sorted(members)]
+
+
 def sub_system(system: System, devices: Sequence[int]) -> System:
     """The devices ``devices`` of ``system`` (ids, in the order they get as ``0..k-1``) as a
     :class:`System`; see the module docstring."""
@@ -45,14 +66,9 @@ def sub_system(system: System, devices: Sequence[int]) -> System:
         raise OptmapError(f"system '{system.topology}': a sub-system needs at least one device")
     if len(set(chosen)) != len(chosen):
         raise OptmapError(f"system '{system.topology}': a sub-system lists a device twice")
-    position = {d: i for i, d in enumerate(chosen)}
-    members: dict[str, list[int]] = {}
-    for d in chosen:
-        members.setdefault(system.group_of(d).name, []).append(position[d])
-    groups = [Group(g.name, g.accelerator, sorted(members[g.name])) for g in system.groups if g.name in members]
+    groups = [Group(g.name, g.accelerator, ids) for g, ids in groups_of(system, chosen)]
     accelerators = [system.devices[d] for d in chosen]
-    recipe = GraphRecipe(functools.partial(_relabelled, system, chosen), system._recipe.nodes
-                         if system._recipe is not None else system.graph.number_of_nodes(), system.links)
+    recipe = GraphRecipe(functools.partial(_relabelled, system, chosen), *_size(system))
     sub = System(accelerators, groups, recipe, topology=system.topology, params=dict(system.params))
     if hasattr(system, "options_given"):
         object.__setattr__(sub, "options_given", system.options_given)

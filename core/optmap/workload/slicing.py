@@ -76,9 +76,9 @@ def cut_positions(workload: Workload, before_weighted: bool = True) -> tuple[int
     """Positions ``i`` (1 ≤ i < layers) of ``workload.order`` where cutting ``order[:i]`` from
     ``order[i:]`` leaves exactly one tensor crossing (one producer read after the cut).
 
-    ``before_weighted`` keeps only cuts right before a weighted layer, so every stage starts with
-    a layer a partitioning formulation decides (its element-wise tail stays with the layer
-    before it).
+    ``before_weighted`` keeps only cuts right before a weighted layer and after another one, so
+    every stage holds a layer a partitioning formulation decides and starts with it (the
+    element-wise tail of a layer stays with it; inputs stay with the first stage).
     """
     order = workload.order
     position = {n: i for i, n in enumerate(order)}
@@ -86,9 +86,40 @@ def cut_positions(workload: Workload, before_weighted: bool = True) -> tuple[int
     for v in order:
         for u in workload.producers.get(v, ()):
             last_use[u] = max(last_use.get(u, -1), position[v])
-    cuts, live = [], set()
+    cuts, live, weighted_before = [], set(), False
     for i in range(1, len(order)):
         live = {u for u in live | {order[i - 1]} if last_use.get(u, -1) >= i}
-        if len(live) == 1 and (not before_weighted or workload.layer(order[i]).weighted):
+        weighted_before = weighted_before or workload.layer(order[i - 1]).weighted
+        if len(live) == 1 and (not before_weighted or (weighted_before and workload.layer(order[i]).weighted)):
             cuts.append(i)
     return tuple(cuts)
+
+
+def balanced_cuts(workload: Workload, positions: tuple[int, ...], groups: int) -> tuple[int, ...]:
+    """At most ``groups − 1`` of ``positions`` that cut the layer order into contiguous groups of
+    balanced work: the least largest group's training FLOPs (a linear-partition DP), as Alpa
+    clusters operators into layers before slicing stages (Zheng et al., OSDI 2022, §5.2).
+    Ties keep the earliest cuts."""
+    if groups >= len(positions) + 1:
+        return tuple(positions)
+    flops = [workload.phase_flops(layer.flops(workload.batch)).total for layer in workload.layers()]
+    prefix = [0.0]
+    for f in flops:
+        prefix.append(prefix[-1] + f)
+    edges = [0, *positions, len(flops)]
+    n = len(edges) - 1  # atoms between consecutive candidate cuts
+    inf = float("inf")
+    best = [[inf] * (n + 1) for _ in range(groups + 1)]  # best[k][j]: first j atoms in k groups
+    back = [[0] * (n + 1) for _ in range(groups + 1)]
+    best[0][0] = 0.0
+    for k in range(1, groups + 1):
+        for j in range(1, n + 1):
+            for i in range(k - 1, j):
+                value = max(best[k - 1][i], prefix[edges[j]] - prefix[edges[i]])
+                if value < best[k][j]:
+                    best[k][j], back[k][j] = value, i
+    cuts, j = [], n
+    for k in range(groups, 0, -1):
+        j = back[k][j]
+        cuts.append(j)
+    return tuple(edges[i] for i in sorted(cuts) if 0 < i < n)

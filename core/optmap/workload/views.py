@@ -64,8 +64,8 @@ def series_parallel_view(workload) -> tuple[BlockItem, ...]:
                 succ[u].append((v, i))
     if not kept:
         return ()
-    starts = [v for v in kept if None in sources[v]]
-    if len(starts) != 1 or sources[starts[0]] != [None]:
+    starts = [v for v in kept if None in sources[v] or not sources[v]]  # no producer: it reads the input
+    if len(starts) != 1 or sources[starts[0]] not in ([None], []):
         raise fail(f"the network input must feed exactly one weighted layer, it feeds {starts}")
 
     u = starts[0]
