@@ -60,19 +60,21 @@ class PipelineSearch(SearchEngine):
                               f"it {reason}")
         self._pins = {k: v for k, v in pins.items() if k not in structure.space.names[:_head_width(structure)]}
         self._seed, self._memo, self._searches, self._inner_evaluations = seed, {}, 0, 0
-        evaluator.expected = 1
         best = (INF, None)
         stage_options = [pins["stages"]] if "stages" in pins else range(1, structure.max_stages + 1)
         micro = [pins["microbatches"]] if "microbatches" in pins else structure.microbatches
+        evaluator.expected = len(stage_options) * len(micro)  # at most one plan per stage count and m
         for m in sorted(micro, key=lambda m: m != 1):  # m = 1 first: the one-stage plan is found at once
             table = self._table(model, m, evaluator, max(stage_options) > 1)
             for S in stage_options:
-                if S > 1 and m not in structure.microbatches or evaluator.stop_requested:
+                if S == 1 and m != 1:  # one stage runs the whole batch (microbatches is a pipeline's decision)
                     continue
                 value, plan = self._dp(model, table, S, m, pins)
                 if plan is not None and value < best[0]:
                     best = (value, plan)
                     evaluator.evaluate(self._vector(model, plan, table, m)[None])
+            if evaluator.exhausted:
+                break
         return {"stage_searches": self._searches, "inner_evaluations": self._inner_evaluations,
                 "stage_engine": name, "predicted_time": best[0]}
 
@@ -82,17 +84,16 @@ class PipelineSearch(SearchEngine):
         stages over layer boundaries ``bounds[a]..bounds[b]`` and device units ``d..e``."""
         structure = model.structure
         B, U = len(structure.bounds), structure.units
-        table = {}
-        for a in range(B - 1):
-            for b in range(a + 1, B):
-                for d in range(U):
-                    for e in range(d + 1, U + 1):
-                        if (a == 0) != (d == 0) or (b == B - 1) != (e == U):
-                            continue  # stage 1 starts at both origins, the last one ends at both ends
-                        if not several and (a, b, d, e) != (0, B - 1, 0, U):
-                            continue
-                        stage = Stage(0, int(structure.bounds[a]), int(structure.bounds[b]), d, e)
-                        table[a, b, d, e] = self._stage(model, stage, m, evaluator, several and (a, b) != (0, B - 1))
+        whole = (0, B - 1, 0, U)
+        candidates = [whole] + [(a, b, d, e) for a in range(B - 1) for b in range(a + 1, B) for d in range(U)
+                                for e in range(d + 1, U + 1) if several and (a, b, d, e) != whole
+                                and (a == 0) == (d == 0) and (b == B - 1) == (e == U)]  # stage 1 starts at both
+        table = {}  # origins, the last stage ends at both ends
+        for a, b, d, e in candidates:
+            if evaluator.exhausted:  # Ctrl-C or the time budget: plan with the stages searched so far
+                break
+            stage = Stage(0, int(structure.bounds[a]), int(structure.bounds[b]), d, e)
+            table[a, b, d, e] = self._stage(model, stage, m, evaluator, (a, b, d, e) != whole)
         return table
 
     def _stage(self, model: PipelineCostModel, stage: Stage, m: int, outer: Evaluator, several: bool) -> tuple:
