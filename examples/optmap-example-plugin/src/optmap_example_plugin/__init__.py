@@ -3,7 +3,9 @@
 * accelerator ``tpu-v4`` — a Google Cloud TPU v4 chip (sources in :mod:`.hardware`);
 * search engine ``anneal`` — vectorised simulated annealing over any design space (:mod:`.anneal`);
 * cost model ``stage-pipeline`` — cut a network into pipeline stages and place them on devices,
-  a permutation variable with a formulation-supplied repair (:mod:`.pipeline`).
+  a permutation variable with a formulation-supplied repair (:mod:`.pipeline`);
+* cost model ``replicas`` — data parallelism around any registered formulation, which it builds
+  by name through the host: a composite formulation that nests a built-in (:mod:`.replicas`).
 
 optmap finds this module through the entry point ``example = "optmap_example_plugin"`` in the
 group ``optmap`` (see ``pyproject.toml``) and calls the hook implementations below with a
@@ -36,3 +38,5 @@ def optmap_register_search_engines(register):
 def optmap_register_cost_models(register):
     # A formulation of its own, searched by optmap's generic engines with no change to optmap.
     register("stage-pipeline", "optmap_example_plugin.pipeline:StagePipeline")
+    # A composite: it nests another registered formulation (built through the host by name).
+    register("replicas", "optmap_example_plugin.replicas:Replicas")
