@@ -21,6 +21,7 @@ seconds each search took on the machine that ran the study (the page says which)
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from pathlib import Path
@@ -76,7 +77,9 @@ def main() -> None:
     args = parser.parse_args()
     template = (ROOT / "docs" / "compose.template.md").read_text()
     tables = "".join(study(name, [e for e in args.generic.split(",") if e], args.evaluations) for name in args.problems.split(","))
-    machine = f"{platform.machine()} ({platform.processor() or 'unknown CPU'}), Python {platform.python_version()}"
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.machine()) if Path("/proc/cpuinfo").exists() else ""
+    machine = f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
     Path(args.out).write_text(template.replace("{{tables}}", tables).replace("{{machine}}", machine))
     print(f"written to {args.out}")
 
