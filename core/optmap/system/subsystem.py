@@ -3,7 +3,9 @@
 A composite formulation gives each pipeline stage some devices and prices the stage with another
 formulation on :func:`sub_system`: the chosen devices renumbered ``0..k-1`` in the order given,
 each group cut to its chosen devices (empty groups dropped), the topology's name and options
-kept. Routing is the parent's: the other devices stay in the graph as relay nodes (named
+kept except those that describe the whole system's extent (:data:`WHOLE_SYSTEM_PARAMS`, e.g. a
+torus's ``shape``): a formulation that needs them refuses a sub-system instead of pricing some
+devices as the whole machine. Routing is the parent's: the other devices stay in the graph as relay nodes (named
 ``"relay<id>"``, like switches), so a path between two chosen devices is exactly the parent's
 path, its links, bandwidth and latency unchanged. The graph is built only when routing needs it.
 
@@ -22,6 +24,9 @@ from optmap.system.system import System
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
+
+# System.params that describe the whole system (its geometry), not kept by a sub-system.
+WHOLE_SYSTEM_PARAMS = ("shape",)
 
 
 def _relabelled(parent: System, devices: tuple[int, ...]) -> "nx.Graph":
@@ -69,7 +74,8 @@ def sub_system(system: System, devices: Sequence[int]) -> System:
     groups = [Group(g.name, g.accelerator, ids) for g, ids in groups_of(system, chosen)]
     accelerators = [system.devices[d] for d in chosen]
     recipe = GraphRecipe(functools.partial(_relabelled, system, chosen), *_size(system))
-    sub = System(accelerators, groups, recipe, topology=system.topology, params=dict(system.params))
+    params = {k: v for k, v in system.params.items() if k not in WHOLE_SYSTEM_PARAMS}
+    sub = System(accelerators, groups, recipe, topology=system.topology, params=params)
     if hasattr(system, "options_given"):
         object.__setattr__(sub, "options_given", system.options_given)
     return sub
