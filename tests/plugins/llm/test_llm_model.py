@@ -205,7 +205,7 @@ def test_shared_compute_model_on_a_measured_preset():
     fitted = problem().cost_model.evaluate(problem().cost_model.space.mapping(KORTHIKANTI_175B))
     assert report.feasible and report.metrics["time"] != fitted.metrics["time"]
     # model FLOPs utilisation of a measured-efficiency model: between the papers' 40-60 % and peak
-    assert 0.3 < report.metrics["tflops_per_gpu"] / 312 < 0.7
+    assert 0.3 < report.metrics["model_tflops_per_gpu"] / 312 < 0.7
     with pytest.raises(OptmapError, match="lacks; use a measured preset"):
         problem(compute="shared")  # the datasheet 'a100' carries no calibration
 
@@ -274,3 +274,24 @@ def test_tensor_parallel_across_nodes_pays_for_infiniband():
     # tensor 12's: at least 5x (issue 24)
     default = problem(gpus=1536, batch=2304).cost_model
     assert tp_comm(default, 12) >= 5.0 * tp_comm(default, 8)
+
+
+def test_model_and_hardware_flops_by_hand():
+    # 1T of Narayanan Table 1 (l 128, h 25,600, s 2,048, V 51,200, B 3,072) on 3,072 GPUs, full
+    # recomputation. Hardware FLOPs are the paper's Eq. 3, 96·B·s·l·h²·(1 + s/6h + V/16lh) = 5.1391e19;
+    # model FLOPs leave out the recomputed forward: 72·B·s·l·h²·(1 + s/6h + V/12lh) = 3.8555e19
+    B, s, l, h, V = 3072, 2048, 128, 25600, 51200
+    eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    mfu = 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
+    assert eq3 == pytest.approx(5.1391e19, rel=1e-4) and mfu == pytest.approx(3.8555e19, rel=1e-4)
+    m = problem(preset="megatron-1t", gpus=3072, batch=B, tp_overlap=False).cost_model
+    plan = {"tensor_parallel": 8, "pipeline_parallel": 64, "data_parallel": 6, "microbatch_size": 1,
+            "interleaving": 1, "recompute": "full", "sequence_parallel": False,
+            "optimizer_sharding": False, "dp_overlap": False}
+    r = m.evaluate(m.space.mapping(plan)).metrics
+    assert r["hardware_tflops_per_gpu"] * 1e12 * r["time"] * 3072 == pytest.approx(eq3, rel=1e-9)
+    assert r["model_tflops_per_gpu"] * 1e12 * r["time"] * 3072 == pytest.approx(mfu, rel=1e-9)
+    # selective recomputation redoes the attention core only: 4·s²·h per sample and layer (QKᵀ, ·V)
+    r = m.evaluate(m.space.mapping({**plan, "recompute": "selective"})).metrics
+    assert r["hardware_tflops_per_gpu"] * 1e12 * r["time"] * 3072 == pytest.approx(mfu + B * l * 4 * s * s * h,
+                                                                                   rel=1e-9)
