@@ -201,10 +201,6 @@ class StepModel:
     optimizer_ops: int  # framework operations (host dispatches) of the optimizer step
     dtype: str
 
-    @property
-    def extra_bytes(self) -> np.ndarray:
-        return self.forward_bytes + self.backward_bytes
-
     @classmethod
     def from_workload(cls, workload: Workload, names=None, *, optimizer: Optimizer = "sgd") -> "StepModel":
         owned = owners(workload)
