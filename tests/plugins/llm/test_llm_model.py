@@ -295,3 +295,17 @@ def test_model_and_hardware_flops_by_hand():
     r = m.evaluate(m.space.mapping({**plan, "recompute": "selective"})).metrics
     assert r["hardware_tflops_per_gpu"] * 1e12 * r["time"] * 3072 == pytest.approx(mfu + B * l * 4 * s * s * h,
                                                                                    rel=1e-9)
+
+
+def test_free_search_no_longer_prefers_tensor_groups_that_straddle_nodes():
+    # issue 24: with every tensor-parallel group priced like the one at rank 0, the free search for
+    # Narayanan's 145.6B on 1,536 GPUs (2021 software) chose tensor 6, whose second group (ranks
+    # 6-11) straddles two DGX nodes; priced over the nodes it spans, tensor 6 is no longer chosen
+    from optmap.plugins.llm import calibration
+    from optmap.plugins.llm.published import runs
+
+    run = [r for r in runs() if r.label == "145.6B / 1536"][0]
+    model = calibration.model_for(run)
+    case = calibration.Case(run, model, {v.name: np.array(v.choices, dtype=object) for v in model.space.variables})
+    _, info = calibration.predict(case)
+    assert info["plan"]["tensor_parallel"] in (1, 2, 4, 8)  # a divisor of the node: no group straddles
