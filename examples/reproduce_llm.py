@@ -8,7 +8,7 @@ A100 constants are those of :mod:`optmap.plugins.llm.compute` (fitted by ``pytho
 optmap.plugins.llm.calibration``); the held-out errors are recomputed here by leaving each
 Megatron-LM source out of the fit. The same runs are also predicted with the cost model's default
 options (today's Megatron-LM) and with the interleaving left to the planner, to show what those
-choices are worth.
+choices are worth, and Narayanan's Table 1 in teraFLOP/s per GPU (hardware and model FLOPs).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from optmap.host import load_host
 from optmap.plugins.llm import calibration
 from optmap.plugins.llm.compute import A100_FIT
-from optmap.plugins.llm.published import MEGATRON_SOURCES
+from optmap.plugins.llm.published import MEGATRON_SOURCES, eq3_flops
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "reproductions" / "llm.md"
 TEMPLATE = OUT.with_name("llm.template.md")
@@ -40,6 +40,23 @@ def run_table(cs) -> str:
                      f"{plan['tensor_parallel']:g} × {plan['pipeline_parallel']:g} × {plan['data_parallel']:g} | "
                      f"{plan['microbatch_size']:g} | {plan['interleaving']:g} | {rc} | {software} | "
                      f"{c.run.measured_s:.2f} | {pred:.2f} | {100 * (pred / c.run.measured_s - 1):+.1f} % |")
+    return "\n".join(lines)
+
+
+def table1(cs) -> str:
+    """Narayanan Table 1: the paper's teraFLOP/s per GPU (hardware FLOPs, Eq. 3) beside the
+    predicted hardware and model FLOP rates and the planner's micro-batch and interleaving."""
+    lines = ["| run | paper TFLOP/s | predicted hardware TFLOP/s | predicted model TFLOP/s | mb | v | error |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for c in cs:
+        if c.run.source != "narayanan-t1":
+            continue
+        _, info = calibration.predict(c, A100_FIT)
+        paper = eq3_flops(c.run.config, c.run.batch) / (c.run.gpus * c.run.measured_s) / 1e12
+        hw = info["hardware_tflops_per_gpu"]
+        lines.append(f"| {c.run.label} | {paper:.0f} | {hw:.1f} | {info['model_tflops_per_gpu']:.1f} | "
+                     f"{info['plan']['microbatch_size']:g} | {info['plan']['interleaving']:g} | "
+                     f"{100 * (hw / paper - 1):+.1f} % |")
     return "\n".join(lines)
 
 
@@ -78,17 +95,20 @@ def main() -> None:
     errors = "| constants | runs | error |\n|---|---|---|\n" + "\n".join(rows)
 
     defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}))) for c in cs]
-    free = [replace(c, allowed={**c.allowed, "interleaving": np.array(_choices(c, "interleaving"), dtype=object)})
-            if c.run.source.startswith("narayanan") else c for c in cs]  # Korthikanti's degrees are known
+    table2_free = [replace(c, allowed={**c.allowed, "interleaving": np.array(_choices(c, "interleaving"), dtype=object)})
+                   if c.run.source == "narayanan-t2" else c for c in cs]  # Korthikanti's degrees are known
+    table1_none = [replace(c, allowed={**c.allowed, "interleaving": np.array([1], dtype=object)})
+                   if c.run.source == "narayanan-t1" else c for c in cs]
     measured = load_host().get("accelerator", "a100-sxm").resolve()
     shared = [replace(c, model=calibration.model_for(c.run, accelerator=measured, compute="shared")) for c in cs]
     variants = "| variant | runs | error |\n|---|---|---|\n" + "\n".join([
         variant(defaults, "cost-model defaults (2022 software) for every run"),
-        variant(free, "interleaving chosen by the planner where the paper does not report it"),
+        variant(table1_none, "Table 1 without interleaving (the convention before issue 24)"),
+        variant(table2_free, "interleaving chosen by the planner for Table 2 too (its text does not say)"),
         variant(shared, "compute = \"shared\" (optmap.compute, accelerator a100-sxm), nothing fitted on A100 runs"),
     ])
     text = (TEMPLATE.read_text().replace("{{ERRORS}}", errors).replace("{{TABLE}}", run_table(cs))
-            .replace("{{VARIANTS}}", variants))
+            .replace("{{VARIANTS}}", variants).replace("{{TABLE1}}", table1(cs)))
     OUT.write_text(text)
     print(f"wrote {OUT}")
 

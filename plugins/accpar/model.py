@@ -14,7 +14,8 @@ reference program's rule, note §6.6). Computation is counted once, at the leave
 of every layer's Table 6 FLOPs over its FLOP/s (Eq. 8). A leaf whose accelerator carries a
 measured calibration is priced instead by the shared compute model on the shard it computes
 (:class:`optmap.compute.step.StepModel`: the layer's passes, the element-wise layers it owns,
-its weights' optimizer traffic; the step no shorter than its host dispatch); ``compute =
+its weights' optimizer traffic; the step's host dispatch and launch gaps by
+:meth:`~optmap.compute.step.StepModel.step_seconds`); ``compute =
 "peak"`` keeps Eq. 8 everywhere. Compute and communication add (Eq. 9) unless ``overlap`` is set.
 
 ``mode = "comm_only"`` reproduces the authors' reference program: no computation, equal shares,
@@ -237,8 +238,8 @@ class AccParCostModel(LevelCosts, CostModel):
         if self.mode == "comm_only":
             return out
         if costs is None:
-            compute, memory, fits, host = self._leaf_costs(leaves, n)
-            compute_time = compute.sum(1) if self.step is None else np.maximum(compute.sum(1), host)
+            compute, memory, fits, stepped = self._leaf_costs(leaves, n)
+            compute_time = compute.sum(1) if self.step is None else np.maximum(compute.sum(1), stepped)
         else:
             compute_time, memory, fits = costs
         compute_time = np.broadcast_to(compute_time, n)
@@ -255,18 +256,21 @@ class AccParCostModel(LevelCosts, CostModel):
 
     def _leaf_costs(self, leaves, n: int):
         """Per-layer compute time (slowest leaf), peak memory per device, whether it fits, and the
-        slowest leaf's host dispatch time (measured accelerators only). The compute time keeps one
-        row (1, nodes) while every plan's leaves hold the same share (no heterogeneous split)."""
+        step time of the measured leaves (their slowest passes through the host/device recurrence
+        of :meth:`~optmap.compute.step.StepModel.step_seconds`; 0 without). The compute time keeps
+        one row (1, nodes) while every plan's leaves hold the same share (no heterogeneous split)."""
         g, dtype = self.graph, self.workload.dtype
         compute = np.zeros((1, len(g.names)))
         memory = np.zeros(n)
-        host = np.zeros(n)
         fits = np.ones(n, bool)
+        passes, measured = None, []
         for dims, sub in leaves:
             (kind, _), = sub.members
             if self.step is not None and calibration_of(kind) is not None:  # the shard this leaf computes
-                compute = np.maximum(compute, self.step.device_seconds(kind, dims.batch, dims.d_in, dims.d_out))
-                host = np.maximum(host, self.step.host_seconds(kind))
+                shard = self.step.pass_seconds(kind, dims.batch, dims.d_in, dims.d_out)
+                compute = np.maximum(compute, sum(shard))
+                passes = shard if passes is None else tuple(np.maximum(a, b) for a, b in zip(passes, shard))
+                measured.append(kind)
             else:
                 share = np.reshape(dims.share, (-1, 1))  # (1, 1), or one per plan (n, 1)
                 compute = np.maximum(compute, share * self.layer_flops / kind.flops_per_s(dtype))  # Eq. 8 at the leaf
@@ -276,7 +280,10 @@ class AccParCostModel(LevelCosts, CostModel):
             memory = np.maximum(memory, need)
             if self.check_memory:
                 fits &= need <= kind.memory_bytes
-        return compute, memory, fits, host
+        stepped = np.zeros(n)
+        for kind in dict.fromkeys(measured):
+            stepped = np.maximum(stepped, self.step.step_seconds(kind, *passes))
+        return compute, memory, fits, stepped
 
     def level_costs(self, X: np.ndarray, metric: str = "comm_time") -> np.ndarray:
         """Each level's own cost (``comm_time`` or ``comm_elements``) for every row: (N, levels)."""

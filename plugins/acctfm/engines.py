@@ -47,10 +47,10 @@ class AccTFMSearch(SearchEngine):
         # a proven optimum of the whole formulation only when every setting is solved exactly
         self.exact = exact and compression == "best" and max_states is None
 
-    def _dp(self, tcp: np.ndarray, tcm: np.ndarray, ks: tuple[int, ...]) -> schedule.DPResult:
+    def _dp(self, tcp: np.ndarray, tcm: np.ndarray, ks: tuple[int, ...], slowdown: float) -> schedule.DPResult:
         if self.method == "faithful":
-            return schedule.alg1(tcp, tcm, ks)
-        return schedule.exact_dp(tcp, tcm, ks, self.max_states)
+            return schedule.alg1(tcp, tcm, ks, slowdown)
+        return schedule.exact_dp(tcp, tcm, ks, self.max_states, slowdown)
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         model = _model(evaluator)
@@ -58,10 +58,10 @@ class AccTFMSearch(SearchEngine):
         plans, states = [], 0
         for setting in settings:
             tab = model.tables(setting)
-            fwd = self._dp(tab.tcp_fwd, tab.tcm_fwd, tab.ks)
+            fwd = self._dp(tab.tcp_fwd, tab.tcm_fwd, tab.ks, tab.overlap_slowdown)
             k_bwd: tuple[int, ...] = (1,) * model.L
             if model.training:
-                bwd = self._dp(tab.tcp_bwd[::-1], tab.tcm_bwd[::-1], tab.ks)  # §4.2.2: layers L..1
+                bwd = self._dp(tab.tcp_bwd[::-1], tab.tcm_bwd[::-1], tab.ks, tab.overlap_slowdown)  # §4.2.2: L..1
                 k_bwd, states = bwd.ks[::-1], states + bwd.n_states
             states += fwd.n_states
             plans.append(model.plan_vector(fwd.ks, k_bwd, setting))

@@ -37,6 +37,14 @@ Scoring (every number a named option below, defaults documented)
       the problem's System with ``algorithm`` (paper: recursive doubling; α is the topology's
       link ``latency_us``, β its ``bandwidth_gbps``). With token top-k the self-attention block
       also All-Reduces the token scores An (forward only, §4.3.1).
+    * Contention (``overlap_slowdown`` σ): compute that runs while the communication stream is
+      busy runs 1 + σ times slower for that part (the paper's model overlaps perfectly, σ = 0).
+      Default 0.189: the average compute slowdown under compute-communication overlap that Lee et
+      al. measured ("Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed
+      Deep Learning: Performance and Power Implications", arXiv:2507.03114, 2025: GPT and LLaMA
+      training on 4 A100, H100, MI250 and MI210; 18.9 % on average, 40 % at most). The
+      Megatron baseline (K = 1 everywhere) never overlaps, so only pipelined plans pay it
+      (:func:`schedule.compute_end`).
     * The two-stream recurrence of note §1.4 over the blocks (forward) and reversed (backward),
       via :mod:`schedule`; iteration time = forward + backward makespans + serial extras
       (embeddings, output head, loss and their vocabulary-parallel All-Reduces, ``include_head``
@@ -52,6 +60,7 @@ comm_bytes, with every overhead: scales, An, uncompressed serial messages), ``co
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cached_property
 from typing import Literal
 
@@ -104,6 +113,7 @@ class AccTFMCostModel(CostModel):
         half_efficiency_tokens: NonNegative = 256.0,
         launch_overhead_us: floats(0, 1e6) = 50.0,
         compute: Literal["auto", "curve"] = "auto",
+        overlap_slowdown: floats(0, 10) = 0.189,
         elementwise: bool = True,
         kernel_ns_per_element: floats(0, 1e6) = 0.02,
         include_head: bool = True,
@@ -126,6 +136,8 @@ class AccTFMCostModel(CostModel):
         curve on every accelerator. ``elementwise`` (measured model only) adds each block's norms,
         residual adds and activation, and the loss, as memory-bound kernels. ``kernel_ns_per_element``
         compression kernels (0.02 ns ≈ three passes over fp32 at 672 GB/s, TITAN RTX).
+        ``overlap_slowdown`` σ: compute overlapped by communication runs 1 + σ times slower (0.189,
+        Lee et al. arXiv:2507.03114's measured average; 0 = the paper's perfect overlap).
         ``include_head`` / ``head_comm`` charge the serial output head and the vocabulary-parallel
         All-Reduces. ``scale_bytes`` one fp32 max|R| per message (note D12); ``score_bytes`` An
         element size; ``topk_rounding`` k = ceil/round/floor(keep · S) (note D13).
@@ -151,9 +163,10 @@ class AccTFMCostModel(CostModel):
         if not 2 <= bits <= 32:
             raise OptmapError(f"bits must be in [2, 32] (piecewise: sign + >= 1 cluster), got {bits}")
         if not 0.0 < efficiency <= 1.0 or half_efficiency_tokens < 0 or launch_overhead_us < 0 \
-                or kernel_ns_per_element < 0:
-            raise OptmapError("efficiency must be in (0, 1]; half_efficiency_tokens, launch_overhead_us and "
-                              "kernel_ns_per_element must be >= 0")
+                or kernel_ns_per_element < 0 or overlap_slowdown < 0:
+            raise OptmapError("efficiency must be in (0, 1]; half_efficiency_tokens, launch_overhead_us, "
+                              "kernel_ns_per_element and overlap_slowdown must be >= 0")
+        self.overlap_slowdown = float(overlap_slowdown)
         for what, size in (("heads", cfg.heads), ("d_ff", cfg.d_ff)):
             if size % self.n:  # Megatron splits heads and FFN columns evenly
                 raise OptmapError(f"Megatron tensor parallelism over {self.n} devices needs {what} "
@@ -248,9 +261,9 @@ class AccTFMCostModel(CostModel):
         if key not in self._tables:
             keep, bits = setting
             compression = Compression(keep_ratio=keep, bits=bits, **self._compression)
-            self._tables[key] = megatron_tables(self.config, self.workload.batch, self.n, self._allreduce,
-                                                compute=self.compute, compression=compression, ks=key[1],
-                                                **self._table_options)
+            tables = megatron_tables(self.config, self.workload.batch, self.n, self._allreduce,
+                                     compute=self.compute, compression=compression, ks=key[1], **self._table_options)
+            self._tables[key] = replace(tables, overlap_slowdown=self.overlap_slowdown)
         return self._tables[key]
 
     @cached_property

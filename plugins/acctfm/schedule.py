@@ -9,6 +9,15 @@ micro-batch order. Layer l runs K_l equal micro-batches with per-micro-batch tim
     P_0  = P_prev (last compute end), M_0 = M_prev[K_prev] (last comm end)
 
 Start state P = 0, M = [0] (note D4). A pass's makespan is the last comm end of its last layer.
+
+Contention (``slowdown`` σ, the cost model's ``overlap_slowdown``): a compute interval that runs
+while the communication stream is busy runs 1 + σ times slower for that part (communication
+kernels take SMs and memory bandwidth; Lee et al., "Characterizing Compute-Communication Overlap
+in GPU-Accelerated Distributed Deep Learning", arXiv:2507.03114, 2025, measure an 18.9 % average
+compute slowdown under overlap). Compute that starts at S with the comm stream busy until M
+(the last comm end scheduled so far: the stream is busy without a gap from S to M) ends at
+``S + t_cp + min(σ·t_cp, σ/(1+σ)·max(0, M - S))`` (:func:`compute_end`); σ = 0 is the paper's
+perfect overlap. The end grows with S and M, so the exact DP stays exact.
 The backward pass runs the same recurrence over the layers in reverse order with backward times
 (§4.2.2). Iteration time = forward makespan + backward makespan + serial extras (note §2.6:
 no cross-pass overlap).
@@ -34,6 +43,17 @@ import numpy as np
 PS: tuple[int, ...] = (1, 2, 4)  # Alg. 1 input: ps = [1, 2, 4], pn = 3
 
 
+def compute_end(start, busy_until, t_cp: float, slowdown: float):
+    """End of a compute interval of length ``t_cp`` (uncontended) starting at ``start`` while the
+    comm stream is busy until ``busy_until``, slowed by 1 + ``slowdown`` where they overlap
+    (module docstring); floats or numpy arrays."""
+    if not slowdown:
+        return start + t_cp
+    if isinstance(start, float) and isinstance(busy_until, float):
+        return start + t_cp + min(slowdown * t_cp, slowdown / (1 + slowdown) * max(0.0, busy_until - start))
+    return start + t_cp + np.minimum(slowdown * t_cp, slowdown / (1 + slowdown) * np.maximum(0.0, busy_until - start))
+
+
 @dataclass(frozen=True)
 class CostTables:
     """Per-micro-batch costs of the block chain, in forward layer order, for each K in ``ks``.
@@ -56,6 +76,7 @@ class CostTables:
     serial_cp_bwd: float = 0.0
     serial_cm_bwd: float = 0.0
     serial_bytes: float = 0.0
+    overlap_slowdown: float = 0.0  # σ of compute overlapped by communication (module docstring)
 
     @property
     def n_layers(self) -> int:
@@ -92,12 +113,13 @@ def split_or_merge(pre_cm: Sequence[float], k: int) -> list[float]:
     return [pre_cm[(i * n + k - 1) // k - 1] for i in range(1, k + 1)]  # Alg. 1 lines 32-35
 
 
-def cal_par_end(pre_cp: float, pre_cm: Sequence[float], t_cp: float, t_cm: float, k: int) -> tuple[float, list[float]]:
+def cal_par_end(pre_cp: float, pre_cm: Sequence[float], t_cp: float, t_cm: float, k: int,
+                slowdown: float = 0.0) -> tuple[float, list[float]]:
     """Alg. 1 CalParEnd: (last compute end, comm ends of the K micro-batches) of the next layer."""
     pre = split_or_merge(pre_cm, k)
     cp, cm, ends = pre_cp, pre_cm[-1], []  # lines 22-23 (M_0 = last comm end of the previous layer)
     for i in range(k):
-        cp = max(pre[i], cp) + t_cp  # line 25
+        cp = compute_end(max(pre[i], cp), cm, t_cp, slowdown)  # line 25 (+ contention)
         cm = max(cp, cm) + t_cm  # line 26
         ends.append(cm)
     return cp, ends
@@ -111,13 +133,13 @@ def _col(ps: Sequence[int], k: int) -> int:
 
 
 def simulate_pass(ks: Sequence[int], tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS,
-                  trace: bool = False):
+                  trace: bool = False, slowdown: float = 0.0):
     """Makespan of one pass for the schedule ``ks`` (processing order); with ``trace``, also the
     per-layer states [(K, P_K, [M_1..M_K]), ...]."""
     cp, cm, states = 0.0, [0.0], []  # note D4: P = 0, M = [0]
     for l, k in enumerate(ks):
         c = _col(ps, k)
-        cp, cm = cal_par_end(cp, cm, float(tcp[l][c]), float(tcm[l][c]), k)
+        cp, cm = cal_par_end(cp, cm, float(tcp[l][c]), float(tcm[l][c]), k, slowdown)
         if trace:
             states.append((k, cp, list(cm)))
     return (cm[-1], states) if trace else cm[-1]
@@ -128,8 +150,9 @@ def evaluate(tables: CostTables, k_fwd: Sequence[int], k_bwd: Sequence[int]) -> 
     ps, L = tables.ks, tables.n_layers
     if len(k_fwd) != L or len(k_bwd) != L:
         raise ValueError(f"schedule needs {L} forward and {L} backward micro-batch counts")
-    fwd = simulate_pass(k_fwd, tables.tcp_fwd, tables.tcm_fwd, ps)
-    bwd = simulate_pass(list(k_bwd)[::-1], tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], ps)  # §4.2.2 reverse
+    sigma = tables.overlap_slowdown
+    fwd = simulate_pass(k_fwd, tables.tcp_fwd, tables.tcm_fwd, ps, slowdown=sigma)
+    bwd = simulate_pass(list(k_bwd)[::-1], tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], ps, slowdown=sigma)  # §4.2.2
     cf = np.array([_col(ps, k) for k in k_fwd])
     cb = np.array([_col(ps, k) for k in k_bwd])
     kf, kb, rows = np.asarray(k_fwd, float), np.asarray(k_bwd, float), np.arange(L)
@@ -151,21 +174,22 @@ def uniform(tables: CostTables, k: int) -> ScheduleResult:
 SCALAR_ROWS = 8  # batch_makespan evaluates up to this many rows one by one in plain Python
 
 
-def _scalar_makespan(cols: Sequence[int], tcp: list, tcm: list, ps: Sequence[int]) -> float:
+def _scalar_makespan(cols: Sequence[int], tcp: list, tcm: list, ps: Sequence[int], slowdown: float = 0.0) -> float:
     """One pass's makespan with K given as column indices (the arithmetic of ``cal_par_end``)."""
     cp, cm = 0.0, [0.0]  # note D4: P = 0, M = [0]
     for l, c in enumerate(cols):
-        cp, cm = cal_par_end(cp, cm, tcp[l][c], tcm[l][c], ps[c])
+        cp, cm = cal_par_end(cp, cm, tcp[l][c], tcm[l][c], ps[c], slowdown)
     return cm[-1]
 
 
-def batch_makespan(kidx: np.ndarray, tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS) -> np.ndarray:
+def batch_makespan(kidx: np.ndarray, tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS,
+                   slowdown: float = 0.0) -> np.ndarray:
     """Makespans of M schedules at once; ``kidx`` [M, L] holds column indices into ``ps``."""
     kidx = np.asarray(kidx, dtype=np.intp)
     m, L = kidx.shape
     if m <= SCALAR_ROWS:  # a few rows (one trial at a time): plain floats beat numpy's per-call cost
         tcp, tcm = np.asarray(tcp, float).tolist(), np.asarray(tcm, float).tolist()
-        return np.array([_scalar_makespan(row, tcp, tcm, ps) for row in kidx.tolist()])
+        return np.array([_scalar_makespan(row, tcp, tcm, ps, slowdown) for row in kidx.tolist()])
     psa = np.asarray(ps, dtype=np.intp)
     kmax = int(psa.max())
     rows = np.arange(m)
@@ -182,7 +206,7 @@ def batch_makespan(kidx: np.ndarray, tcp: np.ndarray, tcm: np.ndarray, ps: Seque
         new = np.empty_like(Mv)
         for i in range(kmax):
             s = np.minimum(((i + 1) * kp + k - 1) // k - 1, kmax - 1)  # s(i) = ceil(i·K_prev/K)
-            pn = np.maximum(Mv[rows, s], P) + tc  # Alg. 1 line 25
+            pn = compute_end(np.maximum(Mv[rows, s], P), cm, tc, slowdown)  # Alg. 1 line 25
             cn = np.maximum(pn, cm) + tm  # Alg. 1 line 26
             act = i < k
             P = np.where(act, pn, P)
@@ -209,15 +233,16 @@ def evaluate_batch(tables: CostTables, schedules: np.ndarray, encoding: str = "k
         x = lut[x]
         if (x < 0).any():
             raise ValueError(f"micro-batch counts must be in {tables.ks}")
-    f = batch_makespan(x[:, :L], tables.tcp_fwd, tables.tcm_fwd, tables.ks)
-    b = batch_makespan(x[:, L:][:, ::-1], tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], tables.ks)
+    sigma = tables.overlap_slowdown
+    f = batch_makespan(x[:, :L], tables.tcp_fwd, tables.tcm_fwd, tables.ks, sigma)
+    b = batch_makespan(x[:, L:][:, ::-1], tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], tables.ks, sigma)
     total = f + b + tables.serial_time
     return (total, f, b) if parts else total
 
 
 # ---- Algorithm 1 (faithful), exact Pareto DP, brute force -------------------------------------------
 
-def alg1(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS) -> DPResult:
+def alg1(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, slowdown: float = 0.0) -> DPResult:
     """Algorithm 1 as printed, with lines 9-10 after the i-loop and 11-16 after the l-loop (note D3);
     the min of line 7 is keyed on the last comm end, ties by compute end (note D2)."""
     L, pn = len(tcp), len(ps)
@@ -227,7 +252,8 @@ def alg1(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS) -> DPResult:
     for l in range(L):
         t_cp, t_cm = [0.0] * pn, [[0.0]] * pn
         for i in range(pn):
-            cands = [(cal_par_end(f_cp[j], f_cm[j], float(tcp[l][i]), float(tcm[l][i]), ps[i]), j) for j in range(pn)]
+            cands = [(cal_par_end(f_cp[j], f_cm[j], float(tcp[l][i]), float(tcm[l][i]), ps[i], slowdown), j)
+                     for j in range(pn)]
             (t_cp[i], t_cm[i]), par[l][i] = min(cands, key=lambda x: (x[0][1][-1], x[0][0]))  # lines 7-8
         f_cp, f_cm = t_cp, t_cm  # lines 9-10, after the i-loop
     p = min(range(pn), key=lambda i: f_cm[i][-1])  # line 11
@@ -249,7 +275,8 @@ def _pareto(x: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~dominated)
 
 
-def exact_dp(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, max_states: int | None = None) -> DPResult:
+def exact_dp(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, max_states: int | None = None,
+             slowdown: float = 0.0) -> DPResult:
     """Exact layer-wise DP over Pareto-non-dominated states (P_K, M_1..M_K) per (layer, K).
 
     ``max_states`` caps each front by smallest last comm end (then it is a heuristic); None = exact.
@@ -271,7 +298,7 @@ def exact_dp(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, max_state
                 cp, cm = P.copy(), M[:, kprev - 1].copy()
                 E = np.empty((len(P), k))
                 for t in range(k):
-                    cp = np.maximum(pre[:, t], cp) + tc  # Alg. 1 line 25
+                    cp = compute_end(np.maximum(pre[:, t], cp), cm, tc, slowdown)  # Alg. 1 line 25
                     cm = np.maximum(cp, cm) + tm  # Alg. 1 line 26
                     E[:, t] = cm
                 cps.append(cp), ms.append(E), pg.append(np.full(len(P), j)), pr.append(np.arange(len(P)))
@@ -296,7 +323,8 @@ def exact_dp(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, max_state
     return DPResult(tuple(ks), best, total)
 
 
-def brute_force(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, chunk: int = 200_000) -> DPResult:
+def brute_force(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, chunk: int = 200_000,
+                slowdown: float = 0.0) -> DPResult:
     """Exhaustive search over all len(ps)^L schedules (use for L <= ~12)."""
     L = len(tcp)
     best, best_ks = np.inf, ()
@@ -305,7 +333,7 @@ def brute_force(tcp: np.ndarray, tcm: np.ndarray, ps: Sequence[int] = PS, chunk:
         block = np.array(list(itertools.islice(it, chunk)), dtype=np.intp).reshape(-1, L)
         if len(block) == 0:
             break
-        t = batch_makespan(block, tcp, tcm, ps)
+        t = batch_makespan(block, tcp, tcm, ps, slowdown)
         r = int(np.argmin(t))
         if t[r] < best:
             best, best_ks = float(t[r]), tuple(ps[c] for c in block[r])
@@ -318,7 +346,7 @@ def solve(tables: CostTables, method: str = "exact") -> tuple[tuple[int, ...], t
     Returns (k_fwd, k_bwd, result), both schedules in forward layer order.
     """
     fn = {"faithful": alg1, "exact": exact_dp, "brute": brute_force}[method]
-    f = fn(tables.tcp_fwd, tables.tcm_fwd, tables.ks)
-    b = fn(tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], tables.ks)
+    f = fn(tables.tcp_fwd, tables.tcm_fwd, tables.ks, slowdown=tables.overlap_slowdown)
+    b = fn(tables.tcp_bwd[::-1], tables.tcm_bwd[::-1], tables.ks, slowdown=tables.overlap_slowdown)
     k_fwd, k_bwd = tuple(f.ks), tuple(b.ks[::-1])
     return k_fwd, k_bwd, evaluate(tables, k_fwd, k_bwd)

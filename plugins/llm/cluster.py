@@ -42,6 +42,8 @@ from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.system.graph import GraphRecipe
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
+from . import placement
+
 GPUS_PER_NODE = 8  # both DGX generations (datasheets)
 
 @dataclass(frozen=True)
@@ -124,45 +126,58 @@ def plan_links(system: System, t, d, p) -> dict[str, np.ndarray]:
     """Links of Megatron's groups for arrays of (tensor, data, pipeline) sizes that broadcast.
 
     Rank order is Megatron's: tensor-parallel ranks consecutive, data-parallel ranks ``t`` apart,
-    pipeline stages ``t·d`` apart (devices past the system's last are clipped to it). A group with
-    ``k`` members in each node that spans nodes runs ``k`` rings at once, one through each
-    member's InfiniBand adapter (NCCL's channels), so it moves ``k`` times the adapter rate (at
-    most the NVLink rate); a stage hop is one GPU-to-GPU flow. Returns
-    ``{tp,dp,pp}_{bw,lat}`` (B/s, s; a group of one: infinite bandwidth, no latency) and
-    ``pp_crosses_nodes``. Two-level clusters are priced in closed form; any other System asks
-    :func:`group_link` once per distinct (t, d, p).
+    pipeline stages ``t·d`` apart. Every group of the plan is priced over the links it uses and
+    the slowest sets the pace (a synchronous step waits for it; :mod:`.placement`): a group in one
+    node runs at the NVLink rate; a group that spans nodes runs ``k`` rings at once, one through
+    each InfiniBand adapter of its node with the fewest members ``k`` (NCCL's channels), so it
+    moves ``k`` times the adapter rate (at most the NVLink rate); a stage hop is one GPU-to-GPU
+    flow. Returns ``{tp,dp,pp}_{bw,lat}`` (B/s, s; a group of one: infinite bandwidth, no latency)
+    and ``pp_crosses_nodes``. Two-level clusters are priced in closed form; any other System asks
+    :func:`group_link` for every group of each distinct (t, d, p).
     """
     t, d, p = (np.asarray(x, dtype=np.int64) for x in (t, d, p))
-    last = system.count - 1
     if "gpus_per_node" in system.params:
         q = system.params
         gpn = int(q["gpus_per_node"])
         intra = (float(q["intra_bandwidth"]), float(q["intra_latency"]))
         inter = (float(q["inter_bandwidth"]), float(q["inter_latency"]))
+        t, d, p = np.broadcast_arrays(t, d, p)
+        keys = np.stack([t.ravel(), d.ravel(), p.ravel()], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)  # place each (t, d, p) once
+        ut, ud, up = uniq.T
+        tp_span, tp_k = placement.tensor_groups(ut, ud, up, gpn)
+        dp_span, dp_k = placement.data_groups(ut, ud, up, gpn)
+        hop_span = placement.stage_hops_cross(ut, ud, up, gpn)
         out = {}
-        for name, size, step in (("tp", t, 1), ("dp", d, t), ("pp", p, t * d)):
-            far = step if name == "pp" else (size - 1) * step  # the farthest member from rank 0
-            inside = np.minimum(far, last) // gpn == 0
+        for name, size, spans, k in (("tp", ut, tp_span, tp_k), ("dp", ud, dp_span, dp_k),
+                                     ("pp", up, hop_span, np.ones_like(up))):
             alone = size <= 1
-            # members per node: a collective runs one ring per member's adapter (NCCL channels), so
-            # across nodes it moves k × the adapter rate, up to the NVLink rate; a stage hop is one flow
-            k = 1 if name == "pp" else np.clip(gpn // step, 1, size)
             across = np.minimum(intra[0], k * inter[0])
-            out[f"{name}_bw"] = np.where(alone, np.inf, np.where(inside, intra[0], across))
-            out[f"{name}_lat"] = np.where(alone, 0.0, np.where(inside, intra[1], inter[1]))
-        out["pp_crosses_nodes"] = (p > 1) & (np.minimum(t * d, last) // gpn != 0)
+            bw = np.where(alone, np.inf, np.where(spans, across, intra[0]))
+            lat = np.where(alone, 0.0, np.where(spans, inter[1], intra[1]))
+            out[f"{name}_bw"], out[f"{name}_lat"] = bw[inverse].reshape(t.shape), lat[inverse].reshape(t.shape)
+        out["pp_crosses_nodes"] = hop_span[inverse].reshape(t.shape)
         return out
+    last = system.count - 1
     t, d, p = np.broadcast_arrays(t, d, p)
     keys = np.stack([t.ravel(), d.ravel(), p.ravel()], axis=1)
     uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     rows = []
     for tt, dd, pp in uniq.tolist():
-        tp = group_link(system, np.minimum(np.arange(tt), last))
-        dp = group_link(system, np.minimum(np.arange(dd) * tt, last))
-        hop = group_link(system, [0, min(tt * dd, last)]) if pp > 1 else Link(np.inf, 0.0)
+        ranks = np.minimum(np.arange(tt * dd * pp), last).reshape(pp, dd, tt)  # Megatron: tensor innermost
+        tp = slowest(system, ranks.reshape(-1, tt))
+        dp = slowest(system, ranks.transpose(0, 2, 1).reshape(-1, dd))
+        hop = slowest(system, np.stack([ranks[:-1].ravel(), ranks[1:].ravel()], axis=1)) if pp > 1 \
+            else Link(np.inf, 0.0)
         rows.append((tp.bandwidth, tp.latency, dp.bandwidth, dp.latency, hop.bandwidth, hop.latency,
                      pp > 1 and hop.bandwidth < tp.bandwidth))
     table = np.array(rows, dtype=float)[inverse.ravel()]
     names = ("tp_bw", "tp_lat", "dp_bw", "dp_lat", "pp_bw", "pp_lat", "pp_crosses_nodes")
     return {name: (table[:, i] > 0 if name == "pp_crosses_nodes" else table[:, i]).reshape(t.shape)
             for i, name in enumerate(names)}
+
+
+def slowest(system: System, groups: np.ndarray) -> Link:
+    """The slowest :func:`group_link` of the groups (rows, in ring order): least bandwidth, then most latency."""
+    links = [group_link(system, row) for row in np.unique(groups, axis=0)]
+    return min(links, key=lambda link: (link.bandwidth, -link.latency))

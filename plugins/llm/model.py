@@ -64,9 +64,12 @@ class Megatron3DCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
     default_engine = "megatron-3d"
-    metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "gpus")
-    senses = {"throughput": "max", "tflops_per_gpu": "max"}
-    units = {"throughput": "tokens/s", "tflops_per_gpu": "TFLOP/s per GPU", "memory_gib": "GiB per GPU"}
+    # model FLOPs count 3 × forward (MFU); hardware FLOPs add recomputation (Narayanan Eq. 3, Table 1)
+    metrics = ("time", "throughput", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gib", "gpus")
+    senses = {"throughput": "max", "model_tflops_per_gpu": "max", "hardware_tflops_per_gpu": "max"}
+    units = {"throughput": "tokens/s", "model_tflops_per_gpu": "TFLOP/s per GPU (model FLOPs, no recomputation)",
+             "hardware_tflops_per_gpu": "TFLOP/s per GPU (hardware FLOPs, with recomputation)",
+             "memory_gib": "GiB per GPU"}
 
     def __init__(
         self,

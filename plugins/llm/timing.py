@@ -255,7 +255,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     return {
         "time": time, **parts,
         "throughput": batch * s / time,  # tokens per second
-        "tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
+        "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
+        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc) / (time * gpus) / 1e12,
         "gpus": gpus,
         "memory_weights": weights, "memory_gradients": gradients, "memory_optimizer": state,
         "memory_activations": activations,
@@ -265,5 +266,18 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
 
 def model_flops(cfg: TransformerConfig, batch: int) -> float:
-    """Model FLOPs of one iteration without recomputation: 3 × forward (Korthikanti §6 'MFU')."""
+    """Model FLOPs of one iteration, without recomputation: 3 × forward, the numerator of model
+    FLOPs utilisation (Korthikanti et al. 2022 §6; Chowdhery et al. 2022, PaLM, App. B)."""
     return 3.0 * batch * cfg.flops_fwd()
+
+
+def hardware_flops(cfg: TransformerConfig, batch: int, recompute) -> np.ndarray:
+    """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
+    layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
+    ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
+    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
+    layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
+    core = 4.0 * cfg.seq_len**2 * cfg.inner
+    rc = np.asarray(recompute)
+    again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
+    return model_flops(cfg, batch) + batch * cfg.layers * again

@@ -33,7 +33,9 @@ def test_layer_traffic_by_hand():
     net = _net()
     bn, relu, pool = (net.layer(n) for n in ("bn1", "relu1", "pool"))
     e = 16 * 16 * 16  # elements per sample of the conv output
-    assert layer_traffic(bn, 2) == Traffic(3 * e * 2, 5 * e * 2, 2, 2)
+    # 3 forward kernels: statistics, normalisation and torch.nn.BatchNorm2d's num_batches_tracked.add_(1)
+    # (issue 24: that counter's kernel was missing, 2 before)
+    assert layer_traffic(bn, 2) == Traffic(3 * e * 2, 5 * e * 2, 3, 2)
     assert (layer_traffic(relu, 2).forward, layer_traffic(relu, 2).backward) == (2 * e * 2, 3 * e * 2)
     out = 16 * 8 * 8  # after 2x2 pooling; int64 index per output
     assert layer_traffic(pool, 2).forward == e * 2 + out * (2 + 8)
@@ -53,27 +55,73 @@ def test_element_wise_layers_belong_to_the_contraction_upstream():
         "conv1": ["bn1", "relu1", "pool", "flatten"], "fc": []}
 
 
+def _simulate(groups, dispatch_s, backward_call_s, backward_from):
+    """Brute force: every kernel one by one (a group's kernels share its device time equally); the
+    host dispatches each after the previous one, the first backward kernel after the backward call;
+    a kernel starts once dispatched and its predecessor is done."""
+    ready = end = 0.0
+    for j, (seconds, kernels) in enumerate(groups):
+        for i in range(int(kernels)):
+            ready += backward_call_s if (j == backward_from and i == 0) else dispatch_s
+            end = max(end, ready) + seconds / kernels
+    return end
+
+
 def test_training_step_adds_up_by_hand():
     net = _net()
     step = training_step(MEASURED, net)
     conv = {"batch": 16, "cin": 8, "cout": 16, "in_hw": 256, "out_hw": 256, "kernel": 9, "aligned": True}
     fc = {"batch": 16, "cin": 1024, "cout": 10, "aligned": True}
     e, out = 16 * 256, 16 * 64
-    elementwise = 16 * (8 * e * 2 + 5 * e * 2 + (e * 2 + out * 10) + (2 * e * 2 + out * 10))
-    per_weight = weight_bytes_per_parameter(2, "sgd", True)
+    forward = 16 * (3 * e * 2 + 2 * e * 2 + (e * 2 + out * 10))  # bn, relu, pool
+    backward = 16 * (5 * e * 2 + 3 * e * 2 + (2 * e * 2 + out * 10))
 
     def memory(nbytes, kernels):
         return kernels * 2e-6 + nbytes / 1e12
 
-    conv1 = (compute_time(MEASURED, "conv2d", conv, passes=("forward", "weight_grad"))  # input needs no gradient
-             + memory(8 * 16 * 9 * per_weight, 3) + memory(elementwise, 4 + 2 + 3))
-    head = (compute_time(MEASURED, "linear", fc, passes="training") + memory(1024 * 10 * per_weight, 3)
-            + memory(16 * 10 * 16, 4))  # loss: 16 B per logit
-    assert step["layers"]["conv1"] == pytest.approx(conv1, rel=1e-9)
-    assert step["layers"]["fc"] == pytest.approx(head, rel=1e-9)
-    kernels = (2 + 3) + (3 + 3) + 9 + 4  # contraction passes, weight kernels, element-wise, loss
-    assert step["host"] == pytest.approx(kernels * 10e-6 + 100e-6)
-    assert step["time"] == pytest.approx(max(step["device"], step["host"]))
+    # bf16 autocast: each weight cast once each way (6 B, 1 kernel); SGD 12 B per weight, launched once
+    # for the whole network (foreach), so the layers carry its bytes and the step its launches
+    conv1 = (compute_time(MEASURED, "conv2d", conv, passes="forward") + memory(8 * 16 * 9 * 6, 1)
+             + memory(forward, 3 + 1 + 1),
+             compute_time(MEASURED, "conv2d", conv, passes="weight_grad") + memory(8 * 16 * 9 * 6, 1)  # no dgrad
+             + memory(backward, 2 + 1 + 2), memory(8 * 16 * 9 * 12, 0))
+    head = (compute_time(MEASURED, "linear", fc, passes="forward") + memory(1024 * 10 * 6, 1) + memory(16 * 10 * 8, 2),
+            compute_time(MEASURED, "linear", fc, passes=("backward_data", "weight_grad")) + memory(1024 * 10 * 6, 1)
+            + memory(16 * 10 * 8, 2), memory(1024 * 10 * 12, 0))  # loss: 16 B per logit, half each way
+    assert step["layers"]["conv1"] == pytest.approx(sum(conv1), rel=1e-9)
+    assert step["layers"]["fc"] == pytest.approx(sum(head), rel=1e-9)
+    kernels = [1 + 1 + 5, 1 + 1 + 2, 1 + 1 + 1 + 2, 1 + 1 + 5, 1]  # forward conv1, fc; backward fc, conv1; SGD
+    assert step["host"] == pytest.approx(sum(kernels) * 10e-6 + 100e-6 - 10e-6)
+    groups = [(conv1[0], 7), (head[0], 4), (head[1], 5), (conv1[1], 7), (conv1[2] + head[2] + 2e-6, 1)]
+    assert step["time"] == pytest.approx(_simulate(groups, 10e-6, 100e-6, 2), rel=1e-9)
+    assert step["time"] >= max(step["device"], step["host"])
+
+
+def test_overlap_matches_kernel_by_kernel_simulation():
+    from optmap.compute.step import overlap_seconds
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n = rng.integers(2, 8)
+        device = rng.uniform(0, 100e-6, n) * rng.choice([0.1, 1, 10], n)
+        kernels = rng.integers(1, 6, n).astype(float)
+        split = int(rng.integers(1, n))
+        extra = np.zeros(n)
+        extra[split] = 90e-6
+        got = overlap_seconds(device, kernels, 10e-6, extra)
+        assert got == pytest.approx(_simulate(list(zip(device, kernels)), 10e-6, 100e-6, split), rel=1e-9)
+
+
+def test_small_batches_are_no_longer_flat():
+    # issue 24: the step took max(device, host), so a host-bound network (ResNet-152 below batch
+    # 128) got one time for every batch; with launch gaps the step grows with the batch
+    from optmap.compute import read_preset
+    from optmap.plugins.hardware import PRESET_FILES
+    from optmap.plugins.zoo.models import resnet152
+
+    h100 = read_preset(PRESET_FILES / "h100-sxm.toml")
+    times = [training_step(h100, resnet152(batch=b, dtype="bf16"))["time"] for b in (32, 64, 128)]
+    assert times[0] < times[1] < times[2]
 
 
 def test_accpar_prices_a_measured_leaf_by_its_shard():
@@ -87,8 +135,9 @@ def test_accpar_prices_a_measured_leaf_by_its_shard():
     half = StepModel.from_workload(workload, model.graph.names)
     layers = [workload.layer(n) for n in model.graph.names]
     d_in = np.array([l.in_channels if l.weighted else l.out_channels for l in layers], float)
-    device = np.sum(half.device_seconds(MEASURED, 8.0, d_in, half.out_channels))
-    assert out["compute_time"][0] == pytest.approx(max(device, half.host_seconds(MEASURED)), rel=1e-9)
+    # the step's host/device recurrence over the half-batch shard (was max(device, host) before issue 24)
+    step = half.step_seconds(MEASURED, *half.pass_seconds(MEASURED, 8.0, d_in, half.out_channels))
+    assert out["compute_time"][0] == pytest.approx(float(step), rel=1e-9)
 
 
 def test_accpar_peak_pricing_is_unchanged_by_the_compute_model():

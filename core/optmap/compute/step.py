@@ -7,7 +7,8 @@ ceiling. Per sample, with E the output and I the input elements of the layer, b 
 ================ ================================== ==================================
 layer            forward (kernels)                  backward (kernels)
 ================ ================================== ==================================
-batch/layer norm read x twice, write y: 3Eb (2)     read dy, x twice, write dx: 5Eb (2)
+batch norm       read x twice, write y: 3Eb (3)     read dy, x twice, write dx: 5Eb (2)
+layer norm       read x twice, write y: 3Eb (2)     read dy, x twice, write dx: 5Eb (2)
 activation       read x, write y: 2Eb (1)           read dy, y, write dx: 3Eb (1)
 add (n inputs)   (n + 1)Eb (1)                      gradient sum at the fork: (n + 1)Eb (1)
 max pooling      Ib + Eb + 8E int64 indices (1)     zero dx, read dy and indices: 2Ib + Eb + 8E (2)
@@ -16,6 +17,9 @@ dropout          2Eb + E mask bytes (1)             2Eb + E (1)
 concat           2Eb (1)                            0 (the gradients are views)
 ================ ================================== ==================================
 
+A batch norm in training runs its statistics and its normalisation kernels and, as
+``torch.nn.BatchNorm2d.forward`` does, ``num_batches_tracked.add_(1)``: a third, tiny kernel.
+
 Weights under mixed precision (16-bit compute, fp32 master weights, as ``torch.autocast``): each
 forward casts them (read 4 B, write b), each backward casts the gradient back (read b, write
 4 B), and the optimizer step updates them in fp32: ``sgd`` reads the weight and its gradient
@@ -23,8 +27,20 @@ and writes the weight (12 B per parameter), ``momentum`` also reads and writes t
 buffer (20 B), ``adam`` two moments (28 B). The loss (softmax cross-entropy over the last
 layer's outputs, in fp32 under autocast) adds 4 B x 4 passes per output, forward and backward.
 
-The host dispatches every kernel (``dispatch_s`` each) and starts the backward once
-(``backward_call_s``); a step takes the longer of its device time and its host time.
+The optimizer step is PyTorch's default ``foreach`` implementation on CUDA (``torch.optim``
+documentation, "Algorithms": foreach is the default on CUDA; it groups the parameters into
+lists and runs each update operation once for all of them through ``multi_tensor_apply``), so
+it costs :data:`OPTIMIZER_OPS` framework operations per step, not one kernel per layer; each
+launch processes at most :data:`FOREACH_TENSORS` tensors (``MultiTensorApply.cuh``'s limit for
+two tensor lists), so a network of many layers takes a few launches per operation.
+
+The host and the device run as in :func:`optmap.compute.model.isolated_time`, over the whole
+step: the host dispatches the forward's kernels layer by layer (``dispatch_s`` each), starts the
+backward (``backward_call_s``), dispatches its kernels in reverse layer order, then the
+optimizer's; the device starts a kernel once it is dispatched and its predecessor is done
+(:func:`overlap_seconds`). So the device idles where dispatch falls behind (launch gaps: small
+layers, small batches) and a step is never shorter than its device time or its host time, and
+grows with the batch even where the host time dominates.
 """
 
 from __future__ import annotations
@@ -44,6 +60,11 @@ from .optimizer import Optimizer
 
 MASTER_BYTES = 4  # fp32 master weights and gradients
 OPTIMIZER_BYTES = {"sgd": 12, "momentum": 20, "adam": 28}  # fp32 bytes per parameter per update
+# foreach operations of one torch.optim step (PyTorch's _multi_tensor_sgd / _multi_tensor_adam without
+# weight decay): sgd one _foreach_add_; momentum _foreach_mul_ + _foreach_add_ (buffer) + _foreach_add_
+# (weights); adam the two moments' lerp_ / mul_ + addcmul_, the bias corrections and sqrt, addcdiv_
+OPTIMIZER_OPS = {"sgd": 1, "momentum": 3, "adam": 6}
+FOREACH_TENSORS = 110  # tensors per multi_tensor_apply launch for two lists (PyTorch MultiTensorApply.cuh)
 LOSS_BYTES = 4 * 4  # fp32 logits: log-softmax and NLL, forward and backward, per output element
 INDEX_BYTES = 8  # max pooling keeps an int64 index per output
 MASK_BYTES = 1  # dropout keeps a bool mask per element
@@ -71,7 +92,9 @@ def layer_traffic(layer: Layer, element_bytes: float) -> Traffic:
     """Memory traffic of a non-contraction layer (module docstring table); 0 for data moves."""
     b, out, inp = element_bytes, layer.out_elements, layer.in_elements
     op = layer.op
-    if op in ("batchnorm2d", "layernorm"):
+    if op == "batchnorm2d":  # statistics, normalisation and the num_batches_tracked counter
+        return Traffic(3 * out * b, 5 * out * b, 3, 2)
+    if op == "layernorm":
         return Traffic(3 * out * b, 5 * out * b, 2, 2)
     if op == "activation":
         return Traffic(2 * out * b, 3 * out * b, 1, 1)
@@ -89,18 +112,27 @@ def layer_traffic(layer: Layer, element_bytes: float) -> Traffic:
     return Traffic()  # input, flatten: views
 
 
-def weight_bytes_per_parameter(element_bytes: float, optimizer: Optimizer, master_weights: bool) -> float:
-    """Bytes moved per weight per training step: casts (mixed precision) plus the optimizer update."""
+def cast_bytes_per_parameter(element_bytes: float, master_weights: bool) -> float:
+    """Bytes of one mixed-precision cast per weight (read fp32, write 16-bit, or back); 0 without."""
+    return MASTER_BYTES + element_bytes if master_weights else 0.0
+
+
+def update_bytes_per_parameter(element_bytes: float, optimizer: Optimizer, master_weights: bool) -> float:
+    """Bytes the optimizer update moves per weight (in fp32 under mixed precision)."""
     if optimizer not in OPTIMIZER_BYTES:
         raise OptmapError(f"optimizer must be one of {', '.join(OPTIMIZER_BYTES)}, got {optimizer!r}")
-    casts = 2 * (MASTER_BYTES + element_bytes) if master_weights else 0.0
-    update = OPTIMIZER_BYTES[optimizer] * (1.0 if master_weights else element_bytes / MASTER_BYTES)
-    return casts + update
+    return OPTIMIZER_BYTES[optimizer] * (1.0 if master_weights else element_bytes / MASTER_BYTES)
 
 
-def weight_kernels(master_weights: bool) -> int:
-    """Kernels per weighted layer and step: the two casts (mixed precision) and the update."""
-    return 3 if master_weights else 1
+def weight_bytes_per_parameter(element_bytes: float, optimizer: Optimizer, master_weights: bool) -> float:
+    """Bytes moved per weight per training step: casts (mixed precision) plus the optimizer update."""
+    return (2 * cast_bytes_per_parameter(element_bytes, master_weights)
+            + update_bytes_per_parameter(element_bytes, optimizer, master_weights))
+
+
+def optimizer_launches(optimizer: Optimizer, tensors: int) -> int:
+    """Kernel launches of one foreach optimizer step over ``tensors`` weight tensors (module docstring)."""
+    return OPTIMIZER_OPS[optimizer] * max(1, -(-tensors // FOREACH_TENSORS))
 
 
 def mixed_precision(dtype: str) -> bool:
@@ -146,8 +178,9 @@ def _spatial(layer: Layer) -> tuple[int, int, int]:
 class StepModel:
     """Per node (a contraction or merge layer) what one training step runs on its shard.
 
-    Arrays are indexed like ``names``. ``extra_bytes`` are the element-wise bytes per sample at
-    the node's full output width (its own merge, the layers it owns, the loss at the last node).
+    Arrays are indexed like ``names``. ``forward_bytes`` / ``backward_bytes`` are the element-wise
+    bytes per sample at the node's full output width (its own merge, the layers it owns, the loss
+    at the last node) and ``*_kernels`` their kernels.
     """
 
     names: tuple[str, ...]
@@ -158,10 +191,14 @@ class StepModel:
     kernel: np.ndarray
     aligned: np.ndarray
     out_channels: np.ndarray
-    extra_bytes: np.ndarray
-    extra_kernels: np.ndarray
-    parameter_bytes: float
-    parameter_kernels: int
+    forward_bytes: np.ndarray
+    backward_bytes: np.ndarray
+    forward_kernels: np.ndarray
+    backward_kernels: np.ndarray
+    cast_bytes: float  # per parameter, each direction (0 without mixed precision)
+    update_bytes: float  # per parameter, the optimizer update
+    optimizer_launches: int  # kernels of the foreach optimizer step
+    optimizer_ops: int  # framework operations (host dispatches) of the optimizer step
     dtype: str
 
     @classmethod
@@ -172,8 +209,12 @@ class StepModel:
         size, master = workload.bytes_per_element, mixed_precision(workload.dtype)
         traffic = [[layer_traffic(l, size) for l in ([layer] if layer.kind.merge else []) + owned.get(n, [])]
                    for n, layer in zip(names, layers)]
-        extra = np.array([sum(t.total for t in ts) for ts in traffic], float)
-        extra[-1] += LOSS_BYTES * workload.layers()[-1].out_elements
+        last = np.eye(len(names))[-1]  # the loss: log-softmax and NLL, 2 kernels each way
+        forward = np.array([sum(t.forward for t in ts) for ts in traffic], float)
+        backward = np.array([sum(t.backward for t in ts) for ts in traffic], float)
+        loss = LOSS_BYTES / 2 * workload.layers()[-1].out_elements
+        tensors = (sum(1 for l in workload.layers() if l.weighted)
+                   + 2 * sum(1 for l in workload.layers() if l.op in ("batchnorm2d", "layernorm")))
         geometry = np.array([_spatial(l) if l.weighted else (1, 1, 1) for l in layers], float).reshape(-1, 3)
         firsts = first_layers(workload)
         return cls(
@@ -183,34 +224,86 @@ class StepModel:
             in_hw=geometry[:, 0], out_hw=geometry[:, 1], kernel=geometry[:, 2],
             aligned=np.array([l.in_channels % 8 == 0 for l in layers]),
             out_channels=np.array([l.out_channels for l in layers], float),
-            extra_bytes=extra,
-            extra_kernels=np.array([sum(t.kernels for t in ts) for ts in traffic], float) + np.eye(len(names))[-1] * 4,
-            parameter_bytes=weight_bytes_per_parameter(size, optimizer, master),
-            parameter_kernels=weight_kernels(master),
+            forward_bytes=forward + loss * last, backward_bytes=backward + loss * last,
+            forward_kernels=np.array([sum(t.forward_kernels for t in ts) for ts in traffic], float) + 2 * last,
+            backward_kernels=np.array([sum(t.backward_kernels for t in ts) for ts in traffic], float) + 2 * last,
+            cast_bytes=cast_bytes_per_parameter(size, master),
+            update_bytes=update_bytes_per_parameter(size, optimizer, master),
+            optimizer_launches=optimizer_launches(optimizer, tensors),
+            optimizer_ops=OPTIMIZER_OPS[optimizer],
             dtype=workload.dtype,
         )
 
-    def device_seconds(self, accelerator: Accelerator, batch, d_in, d_out):
-        """Device seconds of every node's shard (batch, d_in, d_out broadcast over the nodes)."""
+    @property
+    def cast_kernels(self) -> int:
+        """Cast kernels per weighted layer and direction: one under mixed precision."""
+        return 1 if self.cast_bytes else 0
+
+    def pass_seconds(self, accelerator: Accelerator, batch, d_in, d_out):
+        """(forward, backward, update) device seconds of every node's shard (batch, d_in, d_out
+        broadcast over the nodes); the update's launches belong to the whole step (:meth:`step_seconds`)."""
         shape = {"batch": batch, "cin": d_in, "cout": d_out, "in_hw": self.in_hw, "out_hw": self.out_hw,
                  "kernel": self.kernel, "aligned": self.aligned}
         time = partial(compute_time, accelerator, dtype=self.dtype)
-        contraction = (time("conv2d", shape, passes="forward") + time("conv2d", shape, passes="weight_grad")
-                       + np.where(self.first, 0.0, time("conv2d", shape, passes="backward_data")))
-        weights = time("memory", {"bytes": self.parameter_bytes * d_in * d_out * self.kernel,
-                                  "kernels": self.parameter_kernels})
-        elementwise = time("memory", {"bytes": self.extra_bytes * batch * d_out / self.out_channels,
-                                      "kernels": self.extra_kernels})
-        return np.where(self.weighted, contraction + weights, 0.0) + elementwise
+        params = d_in * d_out * self.kernel
+        cast = time("memory", {"bytes": self.cast_bytes * params, "kernels": self.cast_kernels})
+        share = batch * d_out / self.out_channels
+        forward = (np.where(self.weighted, time("conv2d", shape, passes="forward") + cast, 0.0)
+                   + time("memory", {"bytes": self.forward_bytes * share, "kernels": self.forward_kernels}))
+        backward = (np.where(self.weighted, time("conv2d", shape, passes="weight_grad") + cast
+                             + np.where(self.first, 0.0, time("conv2d", shape, passes="backward_data")), 0.0)
+                    + time("memory", {"bytes": self.backward_bytes * share, "kernels": self.backward_kernels}))
+        update = np.where(self.weighted, time("memory", {"bytes": self.update_bytes * params, "kernels": 0.0}), 0.0)
+        return forward, backward, update
 
-    def host_seconds(self, accelerator: Accelerator) -> float:
-        """Host seconds to dispatch one step's kernels (the same on every device of a split)."""
+    def device_seconds(self, accelerator: Accelerator, batch, d_in, d_out):
+        """Device seconds of every node's shard, all passes and its share of the update."""
+        return sum(self.pass_seconds(accelerator, batch, d_in, d_out))
+
+    def kernels(self) -> tuple[np.ndarray, np.ndarray]:
+        """Kernels every node dispatches in the forward and in the backward pass."""
+        weighted = np.where(self.weighted, 1 + self.cast_kernels, 0)
+        forward = weighted + self.forward_kernels
+        backward = weighted + np.where(self.weighted & ~self.first, 1, 0) + self.backward_kernels
+        return forward, backward
+
+    def step_seconds(self, accelerator: Accelerator, forward, backward, update):
+        """Seconds of one step from its nodes' forward, backward and update device seconds
+        (arrays ``(..., nodes)``): the host/device recurrence of the module docstring; without a
+        calibration, the device time."""
         calibration = calibration_of(accelerator)
+        forward, backward, update = np.broadcast_arrays(*(np.asarray(x, float) for x in (forward, backward, update)))
+        optimizer = np.sum(update, axis=-1) + self.optimizer_launches * (calibration.kernel_s if calibration else 0.0)
         if calibration is None:
-            return 0.0
-        contraction = np.where(self.first, 2, 3) + self.parameter_kernels
-        kernels = float(np.sum(np.where(self.weighted, contraction, 0) + self.extra_kernels))
-        return kernels * calibration.dispatch_s + calibration.backward_call_s
+            return np.sum(forward + backward, axis=-1) + optimizer
+        n_forward, n_backward = self.kernels()
+        device = np.concatenate([forward, backward[..., ::-1], optimizer[..., None]], axis=-1)
+        counts = np.concatenate([n_forward, n_backward[::-1], [self.optimizer_ops]]).astype(float)
+        # host time before each group's kernels: the first backward kernel waits for the backward call
+        extra = np.zeros_like(counts)
+        extra[len(n_forward)] = calibration.backward_call_s - calibration.dispatch_s
+        return overlap_seconds(device, counts, calibration.dispatch_s, extra)
+
+
+def overlap_seconds(device: np.ndarray, kernels: np.ndarray, dispatch_s: float, extra: np.ndarray) -> np.ndarray:
+    """End of a stream of kernel groups run in order (last axis): group j has ``kernels[j]``
+    kernels of equal device time summing to ``device[..., j]``, each dispatched ``dispatch_s``
+    after the previous one (``extra[j]`` more before its first); a kernel starts once dispatched
+    and its predecessor is done (:func:`optmap.compute.model.isolated_seconds`, in closed form).
+
+    Within a group of n kernels of time a/n starting with the host at R and the device free at E,
+    the last ends at ``max(E + a, R + d + a, R + n·d + a/n)``; unrolled over groups, the stream
+    ends at ``max_j(b_j + A - A_j)`` with ``b_j`` the group's own two host-bound terms and ``A_j``
+    the device time up to and including group j (``A`` all of it).
+    """
+    n = np.maximum(kernels, 1.0)
+    before = np.cumsum(kernels * dispatch_s + extra) - kernels * dispatch_s  # host time before group j
+    first = before + dispatch_s  # its first kernel is dispatched
+    b = np.maximum(first + device, first + (n - 1) * dispatch_s + device / n)
+    b = np.where(kernels > 0, b, -np.inf)
+    done = np.cumsum(device, axis=-1)
+    total = done[..., -1]
+    return np.maximum(total, np.max(b + total[..., None] - done, axis=-1))
 
 
 def first_layers(workload: Workload) -> set[str]:
@@ -222,16 +315,22 @@ def first_layers(workload: Workload) -> set[str]:
 def training_step(accelerator: Accelerator, workload: Workload, *, optimizer: Optimizer = "sgd") -> dict:
     """Predicted time of one training step of ``workload`` on one ``accelerator`` (module docstring).
 
-    Returns ``time`` = max(``device``, ``host``) in seconds and ``layers``: the device seconds of
-    every contraction or merge layer with the element-wise layers it owns and its weights.
+    Returns ``time`` (the host/device recurrence) in seconds, ``device`` (the busy time of the
+    device), ``host`` (the dispatch time of the host) and ``layers``: the device seconds of every
+    contraction or merge layer with the element-wise layers it owns and its weights.
     """
-    if calibration_of(accelerator) is None:
+    calibration = calibration_of(accelerator)
+    if calibration is None:
         raise OptmapError(f"accelerator '{accelerator.name}' has no measured calibration; "
                           "a training step needs one (run `optmap calibrate`)")
     model = StepModel.from_workload(workload, optimizer=optimizer)
     layers = [workload.layer(n) for n in model.names]
     d_in = np.array([l.in_channels for l in layers], float)
-    seconds = model.device_seconds(accelerator, float(workload.batch), d_in, model.out_channels)
-    device, host = float(np.sum(seconds)), model.host_seconds(accelerator)
-    return {"time": max(device, host), "device": device, "host": host,
-            "layers": dict(zip(model.names, map(float, seconds)))}
+    forward, backward, update = model.pass_seconds(accelerator, float(workload.batch), d_in, model.out_channels)
+    seconds = forward + backward + update
+    device = float(np.sum(seconds)) + model.optimizer_launches * calibration.kernel_s
+    n_forward, n_backward = model.kernels()
+    host = (float(np.sum(n_forward + n_backward)) + model.optimizer_ops) * calibration.dispatch_s \
+        + calibration.backward_call_s - calibration.dispatch_s
+    return {"time": float(model.step_seconds(accelerator, forward, backward, update)), "device": device,
+            "host": host, "layers": dict(zip(model.names, map(float, seconds)))}

@@ -207,3 +207,48 @@ def test_faithful_can_lose_to_uniform_exact_cannot():
     assert fa.ks == (2, 4, 4) and fa.makespan == pytest.approx(9.175)
     assert simulate_pass([4, 4, 4], tcp, tcm) == pytest.approx(8.875)
     assert ex.makespan <= 8.875 + 1e-12 and ex.makespan == pytest.approx(brute_force(tcp, tcm).makespan)
+
+
+def test_contention_slows_overlapped_compute_by_hand():
+    # one layer, K = 2, t_cp = 2, t_cm = 1 per micro-batch, σ = 0.5. Micro-batch 1: compute [0, 2],
+    # comm [2, 3]. Micro-batch 2 starts computing at 2 while comm runs until 3: one second at
+    # 1/(1 + σ) speed does 2/3 of a second's work, the remaining 4/3 run alone: ends at 2 + 1 + 4/3
+    # = 13/3; its comm [13/3, 16/3]. Without contention: 4 and 5.
+    tcp, tcm = np.array([[4.0, 2.0, 1.0]]), np.array([[2.0, 1.0, 0.5]])
+    assert simulate_pass([2], tcp, tcm) == pytest.approx(5.0)
+    assert simulate_pass([2], tcp, tcm, slowdown=0.5) == pytest.approx(16 / 3)
+    # compute entirely inside a longer comm: 1 + σ times its length (t_cm = 4: [2, 6] covers 2·1.5)
+    assert simulate_pass([2], tcp, 4 * tcm, slowdown=0.5) == pytest.approx(2 + 4 + 4)  # comm-bound either way
+    assert batch_makespan(np.array([[1]]), tcp, tcm, PS, 0.5)[0] == pytest.approx(16 / 3)
+    assert batch_makespan(np.array([[1]] * 20), tcp, tcm, PS, 0.5)[0] == pytest.approx(16 / 3)  # vectorised path
+
+
+def test_contention_keeps_the_exact_dp_exact_and_the_baseline_unchanged():
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        tcp, tcm = _instance(rng, 6)
+        exact, brute = exact_dp(tcp, tcm, slowdown=0.189), brute_force(tcp, tcm, slowdown=0.189)
+        assert exact.makespan == pytest.approx(brute.makespan, rel=1e-12)
+        assert alg1(tcp, tcm, slowdown=0.189).makespan >= brute.makespan - 1e-12
+        # all K = 1 never overlaps (each layer waits for the previous All-Reduce): serial sum
+        assert simulate_pass([1] * 6, tcp, tcm, slowdown=0.189) == pytest.approx(tcp[:, 0].sum() + tcm[:, 0].sum())
+
+
+def test_contention_option_of_the_cost_model():
+    # default σ = 0.189 (Lee et al., arXiv:2507.03114, average compute slowdown under overlap)
+    from pathlib import Path
+
+    import optmap
+
+    tiny = Path(__file__).parents[3] / "problems" / "acctfm" / "tiny.toml"
+    assert optmap.load(tiny).cost_model.overlap_slowdown == 0.189
+    # at 10 Gb/s and 50 µs per step the tiny problem is communication-bound (slowed compute still
+    # ends first); at 400 Gb/s and 1 µs its compute sets the pace, so overlapped compute shows
+    fast_links = ["system.bandwidth_gbps=400", "system.groups.0.network_gbps=400", "system.latency_us=1"]
+    default = optmap.load(tiny, overrides=fast_links)
+    perfect = optmap.load(tiny, overrides=fast_links + ["cost.overlap_slowdown=0"])
+    x = default.cost_model.plan_vector([4] * default.cost_model.L, [4] * default.cost_model.L,
+                                       default.cost_model.off)[None]
+    slow, fast = default.cost_model.evaluate_batch(x), perfect.cost_model.evaluate_batch(x)
+    assert slow["time"][0] > fast["time"][0]
+    assert default.cost_model.baseline.iter_time == perfect.cost_model.baseline.iter_time

@@ -65,7 +65,9 @@ def test_transformer_blocks_never_fitted_are_predicted():
 
 def test_whole_resnet50_step_is_a_sum_of_its_parts():
     step = training_step(H100, resnet50(batch=256, dtype="bf16"))
-    assert step["time"] == pytest.approx(sum(step["layers"].values()))  # device-bound at batch 256
+    # device-bound at batch 256: the step is its layers' device time plus the launch gaps where the
+    # host falls behind (issue 24: a recurrence, not max(device, host); under 1 % here)
+    assert step["time"] == pytest.approx(sum(step["layers"].values()), rel=0.01)
     assert step["device"] > 2 * step["host"]
 
 
