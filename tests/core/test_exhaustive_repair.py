@@ -118,3 +118,23 @@ def test_a_plugin_formulation_from_the_command_line_is_complete(tmp_path, lumpy)
     brute = lumpy.evaluate_batch(np.unique(space.repair(raw_points(space)), axis=0))["f"].min()
     assert saved["extra"]["complete"] is True and saved["evaluations"] == 120
     assert saved["values"]["f"] == pytest.approx(brute, rel=1e-12)
+
+
+def test_the_seen_set_holds_only_mappings_the_grid_cannot_yield(monkeypatch, lumpy):
+    """Memory: an idempotent repair onto the grid (stage-pipeline) keeps nothing; one off the grid
+    keeps at most one row per distinct mapping (lumpy-repair: 120)."""
+    from optmap.space.design import DesignSpace
+
+    sizes = []
+    first_seen = DesignSpace._first_seen
+
+    def spy(self, raw, repaired, tables, seen):
+        rows = first_seen(self, raw, repaired, tables, seen)
+        sizes.append(len(seen))
+        return rows
+
+    monkeypatch.setattr(DesignSpace, "_first_seen", spy)
+    for space, most in ((build_problem(PIPELINE).cost_model.space, 0), (lumpy.space, 120)):
+        sizes.clear()
+        assert sum(len(X) for X in space.grid(7)) == (396 if most == 0 else 120)
+        assert sizes and max(sizes) == most
