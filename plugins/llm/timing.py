@@ -22,10 +22,11 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
   collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
   the GEMM is exposed. Full recomputation repeats the forward's communication.
-* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with ``m = B/(d·b)`` micro-batches,
-  ``t_max`` the slowest stage (the first holds the embedding, the last the logits and loss) and
-  ``v`` interleaved stages per device; each micro-batch crosses ``2·v`` stage boundaries per
-  device, sent with the scatter/gather optimisation (Narayanan §4.1) across nodes.
+* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with
+  ``m = B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the
+  last the logits and loss) and ``v`` interleaved stages per device; each micro-batch crosses
+  ``2·v`` stage boundaries per device, sent with the scatter/gather optimisation (Narayanan §4.1)
+  across nodes.
 * gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
   micro-batch's weight gradients are added into the main-gradient buffer by a separate kernel
   (read both, write one); fused, the weight-gradient GEMM accumulates in place.
