@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import numpy as np
+from optmap import schedule
 
 from .chipcomm import PIPELINE, PTYPES, relayout, stage_transfer
 from .layercost import CATEGORIES
@@ -166,7 +167,7 @@ def _pipe_group(model, run, rows, reserved, on, cats, layers) -> np.ndarray:
     """Add a pipe group's time to the rows where it is on; returns which of them fit the scratchpads."""
     torus, hw = model.torus, model.hw
     steps = max(model.graph.layer(n).timesteps for n in run.layers)
-    fill = steps + run.stages - 1  # pipeline fill and drain (§III-D)
+    fill = float(schedule.pipeline_time(np.ones(run.stages), steps))  # (m + p - 1) step times (§III-D)
     ok = np.ones(len(on), bool)
     parts_of = {}
     stage = {}

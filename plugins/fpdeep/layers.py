@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optmap import schedule
 from optmap.errors import OptmapError
 from optmap.workload import Workload
 
@@ -69,7 +70,7 @@ class LayerTable:
     @property
     def work_start(self) -> np.ndarray:
         """Cumulative work at the start of each layer, and the total at the end: (L + 1,)."""
-        return np.concatenate([[0.0], np.cumsum(self.work)])
+        return schedule.prefix_sums(self.work)
 
     @property
     def min_unit_work(self) -> float:

@@ -41,6 +41,7 @@ from annotated_types import Ge, Gt, Le
 
 import numpy as np
 
+from optmap import schedule
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, Mapping, categorical, integer
@@ -212,7 +213,7 @@ class FPDeepCostModel(CostModel):
         stage = stage_times(macs, t, self.rate, self.budget)
         store = device_storage(part, self.unit_costs, park, self.bram, self.value_bytes)
         dram_time = store.dram / self.dram_rate
-        compute_period = np.maximum(stage, dram_time).max(1)
+        compute_period = schedule.period(np.maximum(stage, dram_time))  # the slowest device (Eq. 7, note §5.1)
         if self.reduction == "chain":
             hops = hop_loads(t, part)
             fwd, bwd = parked_hops(store.flows, len(X), n, self.weight_passes)

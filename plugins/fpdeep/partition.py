@@ -1,6 +1,7 @@
 """Where the chain is cut and how fast each device runs its part: FPDeep §3.2, §4.2, §6.3.3.
 
-Pure numpy on plain arrays (no optmap objects), vectorised over a population of M mappings.
+Pure numpy on plain arrays (no optmap objects; range sums from optmap.schedule), vectorised over a
+population of M mappings.
 
 The work line. Every layer's FP + EB + PG work (``LayerTable.work``, DSP-cycles) is laid end to
 end; a cut is a point on that line (``slot / grid × total``), rounded to the nearest unit of the
@@ -24,6 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from optmap import schedule
 
 from .layers import LayerTable
 
@@ -63,7 +66,7 @@ def decode(table: LayerTable, slots: np.ndarray, splits: np.ndarray, grid: int) 
     units = np.take_along_axis(np.broadcast_to(table.units, (m, *table.units.shape)), splits[..., None], 2)[..., 0]
     frac = (x - start[layer]) / table.work[layer]
     chan_at_cut = np.floor(frac * np.take_along_axis(units, layer, 1) + 0.5)
-    offset = np.concatenate([np.zeros((m, 1)), np.cumsum(units, 1)], axis=1)
+    offset = schedule.prefix_sums(units)
     bounds = np.concatenate([np.zeros((m, 1)), np.take_along_axis(offset, layer, 1) + chan_at_cut,
                              offset[:, -1:]], axis=1)
     lo = np.maximum(bounds[:, :-1, None], offset[:, None, :-1])
@@ -74,7 +77,7 @@ def decode(table: LayerTable, slots: np.ndarray, splits: np.ndarray, grid: int) 
 def encode(table: LayerTable, bounds: np.ndarray, splits: np.ndarray, grid: int) -> np.ndarray:
     """Slots (N - 1,) that :func:`decode` turns back into the unit boundaries ``bounds[1:-1]``."""
     units = table.units[np.arange(len(table)), splits]
-    offset = np.concatenate([[0.0], np.cumsum(units)])
+    offset = schedule.prefix_sums(units)
     inner = np.asarray(bounds[1:-1], float)
     layer = np.clip(np.searchsorted(offset, inner, side="right") - 1, 0, len(table) - 1)
     x = table.work_start[layer] + (inner - offset[layer]) / units[layer] * table.work[layer]
@@ -165,7 +168,7 @@ def min_period_partition(table: LayerTable, splits: np.ndarray, devices: dict, p
     splits = np.asarray(splits, int)
     rows = np.arange(len(table))
     units = [int(u) for u in table.units[rows, splits]]
-    offset = np.concatenate([[0], np.cumsum(units)]).astype(int)
+    offset = schedule.prefix_sums(units).astype(int)
     macs = [float(v) for v in table.macs_per_unit[rows, splits]]
     kernel, per_tile = [float(k) for k in table.kernel], [float(v) for v in table.phases * table.kernel]
     bram_unit, bram_fixed, dram_unit = ([float(v) for v in per_unit[key][rows, splits]]

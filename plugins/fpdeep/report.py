@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optmap import schedule
 from optmap.cost import CostReport, LayerCost
 
 from .layers import SPLITS
@@ -18,7 +19,7 @@ from .layers import SPLITS
 
 def _portions(model, part, pos: int) -> str:
     t = model.table
-    offset = np.concatenate([[0.0], np.cumsum(part.units[0])])
+    offset = schedule.prefix_sums(part.units[0])
     lo, hi = part.bounds[0, pos], part.bounds[0, pos + 1]
     pieces = []
     for l in np.flatnonzero(part.chan[0, pos]):

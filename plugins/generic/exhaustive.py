@@ -12,9 +12,12 @@ from optmap.search import Evaluator, SearchEngine
 class ExhaustiveSearch(SearchEngine):
     """Evaluate every point of the design space (refuses spaces larger than max_size).
 
-    Its evaluation count is the space's size, bounded by ``max_size``, not by the problem's
-    evaluation budget (which sizes the other engines of a comparison); the time budget and
-    Ctrl-C still stop it, and then the result says it is incomplete.
+    Every distinct mapping is evaluated exactly once, also when the formulation's own repair
+    maps many points to one (:meth:`optmap.space.DesignSpace.grid`), so its evaluation count is
+    the number of distinct mappings, at most the space's size and ``max_size``, not the problem's
+    evaluation budget (which sizes the other engines of a comparison). ``complete`` is true when
+    it went through the whole space; the time budget and Ctrl-C still stop it, and then the
+    result says it is incomplete.
     """
 
     exact = True
@@ -34,9 +37,12 @@ class ExhaustiveSearch(SearchEngine):
                 "use ga, optuna, random or a native engine, or raise [search.exhaustive] max_size"
             )
         evaluator.expected = int(size)
-        for X in evaluator.space.grid(self.chunk):
+        chunks = evaluator.space.grid(self.chunk)
+        complete = True
+        for X in chunks:
             evaluator.evaluate(X)
             seconds = evaluator.budget.seconds
             if evaluator.stop_requested or (seconds is not None and evaluator.elapsed >= seconds):
+                complete = next(chunks, None) is None  # stopped after the last chunk: still complete
                 break
-        return {"space_size": int(size), "complete": evaluator.evaluations >= size}
+        return {"space_size": int(size), "complete": complete}

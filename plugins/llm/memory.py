@@ -29,6 +29,7 @@ distributed optimizer (ZeRO-1, state sharded over the ``d`` data-parallel ranks)
 from __future__ import annotations
 
 import numpy as np
+from optmap import schedule
 from optmap.plugins.transformer.config import TransformerConfig
 
 NONE, SELECTIVE, FULL = 0, 1, 2
@@ -61,11 +62,11 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute) -> np.ndarray
 
 
 def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
-    """Layer-micro-batches of activations the first pipeline stage holds (Korthikanti §4.2.3)."""
+    """Layer-micro-batches of activations the first pipeline stage holds (Korthikanti §4.2.3): its
+    ``L/p`` layers times the micro-batches it keeps in flight under 1F1B (:mod:`optmap.schedule`)."""
     p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
-    one_f_one_b = layers / p * np.minimum(m, p)
-    interleaved = layers * (1.0 + (p - 1.0) / (p * v))
-    return np.where(v > 1, interleaved, one_f_one_b)
+    micro_batches = np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
+    return layers / p * micro_batches
 
 
 def static_bytes(params, sharded, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,10 +22,11 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
   collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
   the GEMM is exposed. Full recomputation repeats the forward's communication.
-* pipeline (Narayanan §2.2): ``m·t_max + (p-1)/v·t_stage`` with ``m = B/(d·b)`` micro-batches,
-  ``t_max`` the slowest stage (the first holds the embedding, the last the logits and loss) and
-  ``v`` interleaved stages per device; each micro-batch crosses ``2·v`` stage boundaries per
-  device, sent with the scatter/gather optimisation (Narayanan §4.1) across nodes.
+* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with
+  ``m = B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the
+  last the logits and loss) and ``v`` interleaved stages per device; each micro-batch crosses
+  ``2·v`` stage boundaries per device, sent with the scatter/gather optimisation (Narayanan §4.1)
+  across nodes.
 * gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
   micro-batch's weight gradients are added into the main-gradient buffer by a separate kernel
   (read both, write one); fused, the weight-gradient GEMM accumulates in place.
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from optmap import collectives as coll
+from optmap import schedule
 from optmap.plugins.transformer.config import TransformerConfig
 
 from . import memory
@@ -215,7 +217,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
     last_extra = head + 2.0 * head_comm
     extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
-    bubble = (p - 1.0) / v * stage
+    bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
     zero = np.asarray(plans.zero, bool) & (d > 1)
     reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
@@ -244,7 +246,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
     act_layer = memory.layer_activations(cfg, b, t, sp, rc)
-    first_act = act_layer * memory.in_flight_layers(L, p, v, m) + s * b * h * np.minimum(m, p) / split
+    first_act = act_layer * memory.in_flight_layers(L, p, v, m) + s * b * h * schedule.in_flight(p, m) / split
     working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE), 0.0)
     logits = 6.0 * s * b * vocab / t
     last_act = act_layer * per_stage + logits

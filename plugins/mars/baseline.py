@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from optmap import schedule
+
 from .level1 import Plan
 from .strategies import GENES
 
@@ -41,8 +43,8 @@ def baseline_plan(model) -> Plan:
     """The baseline mapping of ``model`` (module docstring)."""
     n = len(model.layers)
     sets = _groups(model.candidates)[:n]
-    half = -(-n // len(sets))
-    bounds = tuple((i * half, min(n, (i + 1) * half) - 1) for i in range(len(sets)))
+    half = -(-n // len(sets))  # ⌈N/k⌉ layers per set, the last takes the rest (note §4.5)
+    bounds = schedule.stage_ranges(schedule.stage_bounds([i * half for i in range(1, len(sets))], n))
     designs, strategies = [], []
     for c, (a, b) in zip(sets, bounds):
         options = list(range(len(model.designs))) if model.adaptive else [-1]

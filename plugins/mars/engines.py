@@ -23,6 +23,7 @@ import numpy as np
 from optmap.bounds import MAX_STEPS, NonNegative, Probability, Steps, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
+from optmap.search.seeding import seed_vectors
 
 from . import level1, level2
 from .level1 import Plan
@@ -164,20 +165,11 @@ class MarsSearch(SearchEngine):
         return Y
 
     def _seed_plans(self, evaluator: Evaluator, model: MarsCostModel, seed: int) -> list[Plan]:
-        plans, own = [], model.plans()
-        for name in self.seed_plans:
-            if name in own:
-                vector = own[name].array
-            else:
-                child = evaluator.child()
-                evaluator.make_engine(name).search(child, seed)
-                evaluator.merge(child)
-                if child.best_x is None:
-                    raise OptmapError(f"seed_plans: engine '{name}' found no feasible plan to seed with")
-                vector = child.best_x
-            evaluator.evaluate(np.asarray(vector, float)[None])  # scored as it is
-            plans.append(model.plan_of(vector))
-        return plans
+        """The plans named in ``seed_plans`` (optmap's seeding, as ga and optuna), each scored as it is."""
+        vectors = seed_vectors(evaluator, self.seed_plans, seed)
+        if len(vectors):
+            evaluator.evaluate(vectors)
+        return [model.plan_of(x) for x in vectors]
 
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         from pymoo.algorithms.soo.nonconvex.ga import GA

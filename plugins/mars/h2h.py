@@ -25,6 +25,7 @@ import itertools
 
 import numpy as np
 
+from optmap import schedule
 from optmap.bounds import MAX_STEPS, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
@@ -55,8 +56,8 @@ def _compute_prefix(model: MarsCostModel, singles: list[int]):
     for k, devices in enumerate(kinds.values()):
         for j, design in enumerate(options[k]):
             compute = model.subproblem(singles[devices[0]], design, 0, n - 1).table.compute[:, 0]
-            prefix[k, j, 1:] = np.cumsum(np.where(np.isfinite(compute), compute, 0.0))
-            blocked[k, j, 1:] = np.cumsum(~np.isfinite(compute))
+            prefix[k, j] = schedule.prefix_sums(np.where(np.isfinite(compute), compute, 0.0))
+            blocked[k, j] = schedule.prefix_sums(~np.isfinite(compute))
         blocked[k, len(options[k]):] = 1.0
     return list(kinds.values()), (prefix, blocked), options
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optmap import schedule
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -52,11 +54,10 @@ def cover(sel: np.ndarray, candidates: tuple[tuple[int, ...], ...], devices: int
 
 
 def ranges(cut: np.ndarray, k: int, layers: int) -> tuple[tuple[int, int], ...]:
-    """k contiguous (first, last) ranges cut at the k − 1 gaps with the lowest keys."""
+    """k contiguous (first, last) ranges cut at the k − 1 gaps with the lowest keys (gap g: a new
+    range starts at layer g + 1)."""
     gaps = np.sort(np.argsort(np.asarray(cut), kind="stable")[: k - 1])
-    starts = [0, *(int(g) + 1 for g in gaps)]
-    ends = [*(int(g) for g in gaps), layers - 1]
-    return tuple(zip(starts, ends))
+    return schedule.stage_ranges(schedule.stage_bounds(gaps + 1, layers))
 
 
 def decode(sel, order, cut, designs, candidates, devices: int, layers: int) -> Plan:

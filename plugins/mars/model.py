@@ -36,6 +36,7 @@ from typing import Literal
 
 import numpy as np
 
+from optmap import schedule
 from optmap.bounds import MAX_DIMENSION, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
@@ -325,7 +326,8 @@ class MarsCostModel(CostModel):
                 np.add.at(out[metric], rows, parts[part])
             np.maximum.at(out["memory_fraction"], rows, parts["memory_fraction"])
             np.maximum.at(excess, rows, parts["excess"])
-        reduce = np.sum if self.aggregate == "sum" else np.max
+        # sets in turn: one pass through the stages; pipelined: the steady-state period (optmap.schedule)
+        reduce = schedule.pass_time if self.aggregate == "sum" else schedule.period
         out["time"] = np.array([reduce(s) for s in stages])
         out["feasible"] = (excess == 0) & np.isfinite(out["time"])
         return out

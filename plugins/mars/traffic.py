@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optmap import schedule
 from optmap.errors import OptmapError
 from optmap.system import System
 
@@ -72,7 +73,7 @@ class Traffic:
         if key in self._cache:
             return self._cache[key]
         k = len(sets)
-        owner = np.repeat(np.arange(k), [b - a + 1 for a, b in bounds])
+        owner = schedule.stage_of([a for a, _ in bounds] + [bounds[-1][1] + 1])  # the set of every layer
         cand = np.asarray(sets, dtype=np.int64)
         inter, host = np.zeros(k), np.zeros(k)
         cross = owner[self.src] != owner[self.dst]
@@ -83,10 +84,11 @@ class Traffic:
             first = np.ones(len(src), bool)
             first[1:] = (src[1:] != src[:-1]) | (to[1:] != to[:-1])
             a, b = cand[owner[src[first]]], cand[to[first]]
-            np.add.at(inter, to[first], self.alpha[a, b] + elems[first] * self.b / self.rate[a, b])
+            np.add.at(inter, to[first], schedule.transfer_time(elems[first] * self.b, self.rate[a, b], self.alpha[a, b]))
         if self.host_io and len(self.io_layer):
             sender = cand[owner[self.io_layer]]
-            np.add.at(host, owner[self.io_layer], self.host_alpha[sender] + self.io_bytes / self.host_rate[sender])
+            np.add.at(host, owner[self.io_layer],
+                      schedule.transfer_time(self.io_bytes, self.host_rate[sender], self.host_alpha[sender]))
         if len(self._cache) > 100_000:
             self._cache.clear()
         self._cache[key] = (inter, host)

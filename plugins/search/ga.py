@@ -26,8 +26,7 @@ import numpy as np
 from optmap.bounds import Probability, Steps, ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
-
-from .seeding import seed_vectors
+from optmap.search.seeding import seed_vectors
 
 MATING_TRIES = 10
 

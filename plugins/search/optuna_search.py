@@ -54,9 +54,8 @@ from optmap.bounds import ints
 from optmap.checkpoint import digest
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
+from optmap.search.seeding import seed_vectors
 from optmap.space import DesignSpace
-
-from .seeding import seed_vectors
 
 SAMPLERS = ("auto", "tpe", "cmaes", "random", "qmc", "nsga2")
 # Categorical decisions above which the samplers below are known to do poorly (the README's

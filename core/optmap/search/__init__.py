@@ -4,6 +4,7 @@
 - :mod:`~optmap.search.budget`: `Budget`;
 - :mod:`~optmap.search.evaluator`: `Evaluator` (scoring, pins, stopping, checkpoints);
 - :mod:`~optmap.search.archive`: best point, Pareto front and history;
+- :mod:`~optmap.search.seeding`: `seed_vectors`, the plans named in an engine's ``seed_plans``;
 - :mod:`~optmap.search.result`: `SearchResult`.
 """
 

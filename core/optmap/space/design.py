@@ -183,25 +183,66 @@ class DesignSpace:
         return self.repair(np.minimum(X, high))
 
     def grid(self, chunk: int = 65536) -> Iterator[np.ndarray]:
-        """Every distinct point, in mixed-radix order, as ``(<=chunk, width)`` arrays (no real variables).
+        """Rows whose repairs are every distinct mapping exactly once, in mixed-radix order, as
+        ``(<=chunk, width)`` arrays (no real variables).
 
-        With a formulation's own repair, points it merges are kept once per chunk (and in sorted
-        order); ``size`` does not know that repair and stays an upper bound then.
+        A repair merges points (inactive variables, a formulation's own repair). A grid point is
+        kept when it is its own repair (a canonical point), which needs no memory; that alone is
+        exact when the repair is idempotent and lands on grid points, as the built-in one does.
+        A formulation's repair need be neither, so the repair ``r`` of every other point is
+        checked: a grid point that is its own repair is yielded where the grid meets it;
+        otherwise ``r`` is yielded the first time it appears (tracked across the whole space in a
+        set of such rows, as bytes: empty for an idempotent repair onto the grid, never more rows
+        than distinct mappings), or, when repairing ``r`` again would change it, the raw point
+        whose repair it is (evaluators repair what they are given). Every yielded row is a
+        repaired point unless the repair is not idempotent. ``size`` does not know a
+        formulation's repair and stays an upper bound then.
         """
         tables = [v.values() for v in self.variables]
         radices = np.array([len(t) for t in tables], dtype=np.int64)
         strides = np.concatenate([np.cumprod(radices[::-1])[::-1][1:], [1]]).astype(np.int64)
         total = int(np.prod(radices.astype(float)))
+        seen: set[bytes] = set()  # repaired rows that no canonical grid point stands for
         for start in range(0, total, chunk):
             flat = np.arange(start, min(start + chunk, total), dtype=np.int64)
             digits = (flat[:, None] // strides[None, :]) % radices[None, :]
             X = np.hstack([t[d] for t, d in zip(tables, digits.T)]) if tables else np.zeros((len(flat), 0))
-            if self.custom_repair is not None:  # the formulation's repair may merge points
-                X = np.unique(self.repair(X), axis=0)
-            elif self.conditional:
-                X = X[(self.repair(X) == X).all(1)]  # keep each distinct point once
+            if self.custom_repair is not None or self.conditional:
+                repaired = self.repair(X)
+                canonical = (repaired == X).all(1)
+                rest = (X[~canonical], repaired[~canonical])
+                X = X[canonical]  # each distinct point once
+                if self.custom_repair is not None:  # the formulation's repair: maybe not idempotent
+                    X = np.vstack([X, self._first_seen(*rest, tables, seen)])
             if len(X):
                 yield X
+
+    def _first_seen(self, raw: np.ndarray, repaired: np.ndarray, tables: list[np.ndarray],
+                    seen: set[bytes]) -> np.ndarray:
+        """One row per mapping in ``repaired`` that no canonical grid point stands for and that
+        was not met before: the mapping, or its raw point when the repair is not stable on it."""
+        stable = (self.repair(repaired) == repaired).all(1)
+        elsewhere = stable & self._on_grid(repaired, tables)  # the grid yields it as it is
+        rows = []
+        for i in np.flatnonzero(~elsewhere):
+            key = repaired[i].tobytes()
+            if key not in seen:
+                seen.add(key)
+                rows.append(repaired[i] if stable[i] else raw[i])
+        return np.array(rows).reshape(len(rows), self.width)
+
+    def _on_grid(self, X: np.ndarray, tables: list[np.ndarray]) -> np.ndarray:
+        """Mask of the rows of ``X`` whose every variable holds one of its enumerated values."""
+        inside = np.ones(len(X), bool)
+        for i, (v, table) in enumerate(zip(self.variables, tables)):
+            block = X[:, self.offsets[i]:self.offsets[i + 1]]
+            if v.kind == "permutation" and not v.is_pinned:  # every order of the same keys is a value
+                inside &= (np.sort(block, axis=1) == np.sort(table[0])).all(1)
+            elif table.shape[1] == 1:
+                inside &= np.isin(block[:, 0], table[:, 0])
+            else:  # a pinned permutation: its one order
+                inside &= (block == table[0]).all(1)
+        return inside
 
     # --- mappings ---------------------------------------------------------------------------
     def decode(self, x: Sequence[float]) -> Mapping:

@@ -141,3 +141,17 @@ def test_level1_pinned_and_level2_searched_by_a_generic_engine():
     plan = pinned.cost_model.plan_of(result.best.array)
     assert plan.sets == model.baseline_plan.sets and plan.bounds == model.baseline_plan.bounds
     assert plan.designs == model.baseline_plan.designs
+
+
+def test_mars_seeds_through_optmaps_seeding():
+    """seed_plans names an engine: its answer joins the first population, scored as it is and paid
+    for in the budget (optmap.search.seeding, as ga and optuna), so the elitist GA ends no worse."""
+    from optmap.errors import OptmapError
+
+    problem = small_problem(model="vgg11")
+    h2h = solve(problem, "h2h")
+    seeded = solve(problem, "mars", seed=0, options={**SMALL, "seed_plans": ["h2h"]})
+    assert seeded.values["time"] <= h2h.values["time"]
+    assert seeded.evaluations > h2h.evaluations  # h2h's evaluations are counted in the run's
+    with pytest.raises(OptmapError, match="seed_plans: .*nowhere"):
+        solve(problem, "mars", seed=0, options={**SMALL, "seed_plans": ["nowhere"]})

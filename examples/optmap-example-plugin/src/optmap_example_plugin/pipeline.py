@@ -18,11 +18,13 @@ Formulation (GPipe-style inter-layer pipelining of one training step, no paper b
   ``throughput`` = batch / period samples per second, the metric a problem maximises by default.
 
 The repair sorts the cuts and spreads equal ones apart, so every vector is a valid partition.
+Stage bounds, per-stage sums, transfers and the period come from :mod:`optmap.schedule`.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from optmap import schedule
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.space import DesignSpace, integer, permutation
@@ -42,7 +44,7 @@ class StagePipeline(CostModel):
             raise OptmapError(f"stage-pipeline needs between 2 and {self.layers} devices (one stage per device, "
                               f"at least one layer per stage), got {self.stages}")
         flops = [workload.phase_flops(layer.flops(workload.batch)).total for layer in layers]
-        self.prefix = np.concatenate([[0.0], np.cumsum(flops)])  # FLOPs of layers [0, i)
+        self.prefix = schedule.prefix_sums(flops)  # FLOPs of layers [0, i)
         self.sent = np.array([2.0 * layer.out_elements * workload.batch * workload.bytes_per_element
                               for layer in layers])  # activations forward + their gradients back
         self.speed = np.array([d.flops_per_s(workload.dtype) for d in system.devices])
@@ -78,24 +80,24 @@ class StagePipeline(CostModel):
     def _stages(self, X: np.ndarray):
         X = np.atleast_2d(X)
         k = self.stages - 1
-        bounds = np.hstack([np.zeros((len(X), 1)), X[:, :k], np.full((len(X), 1), self.layers)]).astype(int)
+        bounds = schedule.stage_bounds(X[:, :k], self.layers)
         device = np.argsort(X[:, k:], axis=1, kind="stable")  # placement: stage s -> device
-        flops = self.prefix[bounds[:, 1:]] - self.prefix[bounds[:, :-1]]
+        flops = schedule.stage_sums(self.prefix, bounds)
         compute = flops / self.speed[device]
         last = bounds[:, 1:-1] - 1  # the last layer of every stage but the final one
-        src, dst = device[:, :-1], device[:, 1:]
-        transfer = self.sent[last] / self.bandwidth[src, dst] + 2 * self.latency[src, dst]
+        # two messages per boundary: the activations forward and their gradients back
+        transfer = schedule.stage_transfers(self.sent[last], device, self.bandwidth, self.latency, messages=2)
         stage_time = compute + np.hstack([transfer, np.zeros((len(X), 1))])
         return bounds, device, flops, compute, stage_time
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
         _, _, flops, _, stage_time = self._stages(X)
-        period = stage_time.max(1)
+        period = schedule.period(stage_time)
         return {"throughput": self.batch / period, "period": period, "max_stage_flops": flops.max(1)}
 
     def evaluate(self, mapping) -> CostReport:
         bounds, device, flops, compute, stage_time = (a[0] for a in self._stages(mapping.array[None]))
-        period = float(stage_time.max())
+        period = float(schedule.period(stage_time))
         rows = [{"stage": s, "device": int(device[s]), "layers": f"{bounds[s]}..{bounds[s + 1] - 1}",
                  "GFLOP": flops[s] / 1e9, "compute_s": float(compute[s]), "stage_s": float(stage_time[s])}
                 for s in range(self.stages)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from optmap.errors import OptmapError
-from optmap.search import Evaluator
+from optmap.search.evaluator import Evaluator
 
 
 def seed_vectors(evaluator: Evaluator, names: list[str], seed: int) -> np.ndarray:
