@@ -145,3 +145,15 @@ def stage_transfers(nbytes, devices, bandwidth, latency, messages=1) -> np.ndarr
     devices = np.asarray(devices, dtype=np.int64)
     src, dst = devices[..., :-1], devices[..., 1:]
     return transfer_time(nbytes, np.asarray(bandwidth)[src, dst], np.asarray(latency)[src, dst], messages)
+
+
+def increasing_cuts(cuts, low: int, high: int) -> np.ndarray:
+    """Rows of cut points rounded, sorted and spread apart: strictly increasing in [low, high],
+    the j-th of k at least ``low + j`` and at most ``high − (k − 1 − j)``, so every stage
+    between two cuts is non-empty (a formulation's repair of cut decisions)."""
+    X = np.sort(np.round(np.array(cuts, dtype=float, ndmin=2)), axis=1)
+    k = X.shape[1]
+    for j in range(k):
+        floor = low if j == 0 else np.maximum(X[:, j - 1] + 1, low + j)
+        X[:, j] = np.clip(np.maximum(X[:, j], floor), low + j, high - (k - 1 - j))
+    return X

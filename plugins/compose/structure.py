@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from optmap.errors import OptmapError
+from optmap.schedule import increasing_cuts
 from optmap.space import DesignSpace, Part, categorical, integer, join
 
 
@@ -45,16 +46,6 @@ def default_unit(devices: int, groups: tuple[int, ...], max_stages: int) -> int:
         if devices % parts == 0 and all(count % (devices // parts) == 0 for count in groups):
             return devices // parts
     return 1
-
-
-def increasing(X: np.ndarray, low: int, high: int) -> np.ndarray:
-    """Each row sorted and made strictly increasing inside [low, high] (room left for the rest)."""
-    X = np.sort(np.round(X), axis=1)
-    k = X.shape[1]
-    for j in range(k):
-        floor = low + j if j == 0 else np.maximum(X[:, j - 1] + 1, low + j)
-        X[:, j] = np.clip(np.maximum(X[:, j], floor), low + j, high - (k - 1 - j))
-    return X
 
 
 class Structure:
@@ -109,7 +100,7 @@ class Structure:
                 continue
             for name, high in (("cut", len(self.positions)), ("devices", self.units - 1)):
                 cols = [self.space.index(f"{name}{k}") for k in range(1, s)]
-                X[np.ix_(rows, cols)] = increasing(X[np.ix_(rows, cols)], 1, high)
+                X[np.ix_(rows, cols)] = increasing_cuts(X[np.ix_(rows, cols)], 1, high)
         return X
 
     # --- reading rows -------------------------------------------------------------------------

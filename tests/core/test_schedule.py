@@ -95,3 +95,13 @@ def test_stage_transfers_follow_the_placement():
     placement = np.array([[0, 1, 2], [2, 0, 1]])  # row 0: 0 -> 1 -> 2; row 1: 2 -> 0 -> 1
     got = schedule.stage_transfers(nbytes, placement, bandwidth, latency)
     assert got == pytest.approx(np.array([[4e6 / 1e9 + 1e-6, 8e6 / 4e9 + 3e-6], [4e6 / 2e9 + 2e-6, 8e6 / 1e9 + 1e-6]]))
+
+
+def test_increasing_cuts_sorts_spreads_and_leaves_room():
+    from optmap.schedule import increasing_cuts
+
+    # by hand: [3, 3, 1] in [1, 5] sorts to [1, 3, 3], the equal pair spread to 3, 4
+    assert increasing_cuts([[3, 3, 1]], 1, 5).tolist() == [[1, 3, 4]]
+    # [5, 5, 5] in [1, 5]: the last cut at most 5, the ones before it 4 and 3
+    assert increasing_cuts([[5, 5, 5]], 1, 5).tolist() == [[3, 4, 5]]
+    assert increasing_cuts([[0.4, 2.6]], 1, 4).tolist() == [[1, 3]]  # rounded first

@@ -61,13 +61,7 @@ class StagePipeline(CostModel):
         """Sorted, strictly increasing cuts in [1, layers - 1]: every vector a valid partition."""
         X = X.copy()
         k = self.stages - 1
-        cuts = np.sort(np.round(X[:, :k]), axis=1)
-        low = np.arange(1, k + 1)  # cut j is at least j (stages before it are non-empty)
-        high = self.layers - k + np.arange(k)  # and leaves room for the stages after it
-        for j in range(k):
-            floor = low[j] if j == 0 else cuts[:, j - 1] + 1
-            cuts[:, j] = np.clip(np.maximum(cuts[:, j], floor), low[j], high[j])
-        X[:, :k] = cuts
+        X[:, :k] = schedule.increasing_cuts(X[:, :k], 1, self.layers - 1)  # non-empty stages before and after each cut
         return X
 
     def _sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
