@@ -34,6 +34,7 @@ class ExhaustiveSearch(SearchEngine):
                 "use ga, optuna, random or a native engine, or raise [search.exhaustive] max_size"
             )
         evaluator.expected = int(size)
+        evaluator.prepare(int(size))
         for X in evaluator.space.grid(self.chunk):
             evaluator.evaluate(X)
             seconds = evaluator.budget.seconds

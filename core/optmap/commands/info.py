@@ -18,7 +18,7 @@ def add_parser(commands) -> dict:
     show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
                                       "(run --json, compare --json, sweep --out) or a model file")
     add_problem_arguments(show_parser)
-    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result or sweep: draw it again "
+    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result, comparison or sweep: draw it again "
                              "(needs matplotlib)")
     show_parser.add_argument("--decisions", action="store_true",
                              help="for a problem: list every decision (the names --fix takes) and its values")
@@ -62,6 +62,7 @@ def _unimportable(host) -> dict[tuple[str, str], str]:
     """(kind, name) → why, for every name whose factory, registered by import path, fails to
     import, and every file reader whose workload no plugin registers (a reader names a workload)."""
     from optmap.errors import OptmapError
+    from optmap.extras import absent, missing_message, requirements
     from optmap.host import KINDS
 
     broken = {}
@@ -74,9 +75,13 @@ def _unimportable(host) -> dict[tuple[str, str], str]:
                                             f"'{entry.target}', which no plugin registers")
                 continue
             try:
-                entry.resolve()
+                factory = entry.resolve()
             except OptmapError as exc:
                 broken[(kind, name)] = str(exc)
+                continue
+            missing = absent(requirements(factory))
+            if missing:
+                broken[(kind, name)] = f"plugin '{entry.plugin}': {missing_message(missing[0], f'{name!r}')}"
     return broken
 
 
@@ -97,9 +102,9 @@ def show(args) -> int:
 
     kind = _file_kind(args)
     output_path(args.plot, "--plot", suffix=".png")
-    if args.plot and kind not in ("result", "sweep"):
-        raise OptmapError(f"--plot redraws a saved result or sweep; {args.file} is a {kind} file "
-                          f"(optmap compare --plot draws a comparison, optmap run --plot a run)")
+    if args.plot and kind not in ("result", "comparison", "sweep"):
+        raise OptmapError(f"--plot redraws a saved result, comparison or sweep; {args.file} is a {kind} file "
+                          f"(optmap run --plot draws a run)")
     if args.decisions and kind != "problem":
         raise OptmapError(f"--decisions lists a problem's decisions; {args.file} is a {kind} file")
     if args.layers and kind != "result":
@@ -213,6 +218,12 @@ def _show_saved(args, kind: str) -> int:
         terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
                                   f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
                                   data["rows"]))
+        if args.plot:
+            from optmap.comparison import Comparison
+            from optmap.output import save
+
+            figure = Comparison.from_json(data).plot()
+            terminal.print(f"figure written to {save(args.plot, figure, what='plot')}")
         return 0
     from optmap.sweep.summary import axes, flat_rows
 
