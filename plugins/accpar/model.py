@@ -156,7 +156,9 @@ class AccParCostModel(LevelCosts, CostModel):
             for h in range(self.hierarchy.depth)
             for name, role in zip(g.names, g.role)
         ]
-        variables += [integer(s.ratio, 1, self.ratio_steps - 1, level=s.level) for s in self.hierarchy.ratios]
+        # a share is step k of ratio_steps; --fix takes k or the share k / ratio_steps as results print it
+        variables += [integer(s.ratio, 1, self.ratio_steps - 1, level=s.level, step=1 / self.ratio_steps)
+                      for s in self.hierarchy.ratios]
         return DesignSpace(tuple(variables))
 
     def plans(self) -> dict[str, Mapping]:

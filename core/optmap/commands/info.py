@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from optmap.commands.common import (
     add_problem_arguments,
     load_plugins,
@@ -86,11 +88,19 @@ def _unimportable(host) -> dict[tuple[str, str], str]:
 
 
 def validate(args) -> int:
-
+    """Check a problem file: every error it has, one ``error:`` line each (exit 2), or ``ok``."""
+    from optmap.errors import OptmapError
     from optmap.run import make_engine
 
-    problem = load_problem(args)
-    make_engine(problem, problem.search.engine)  # its [search.<engine>] options and fit, as run checks them
+    try:
+        problem = load_problem(args, every_error=True)
+        make_engine(problem, problem.search.engine)  # its [search.<engine>] options and fit, as run checks them
+    except OptmapError as exc:
+        if args.debug:
+            raise
+        for problem_line in exc.problems:
+            print(f"error: {' '.join(problem_line.split())}", file=sys.stderr)
+        return 2
     print(f"{args.file}: ok ({problem.name}; {len(problem.cost_model.space)} decisions, "
           f"space size {problem.cost_model.space.size:.4g})")
     return 0
@@ -120,6 +130,7 @@ def show(args) -> int:
     workload, system = problem.workload, problem.system
     terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
                               workload.describe()))
+    terminal.print(workload.totals())
     terminal.print(rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe()))
     space = problem.cost_model.space
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
@@ -137,6 +148,8 @@ def _decision_rows(space) -> list[dict[str, str]]:
             values = f"an ordering of {', '.join(map(str, v.choices))}"
         else:
             values = f"{v.low:g} to {v.high:g}" + (" (whole numbers)" if v.kind == "integer" else "")
+            if v.kind == "integer" and v.tag("step"):
+                values += f", or value x {v.tag('step'):.4g} as results print it"
         rows.append({"decision": v.name, "kind": v.kind, "values": values,
                      "pinned": "" if v.pinned is None else str(v.pinned)})
     return rows
@@ -271,6 +284,7 @@ def _show_model(args, reader: str) -> int:
     workload = call(f"{args.file}: workload '{reader}'", entry, options, section_keys=("file",))
     console().print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
                                workload.describe()))
+    console().print(workload.totals())
     return 0
 
 
