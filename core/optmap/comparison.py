@@ -237,7 +237,8 @@ def compare(
                 if on_start is not None:
                     on_start(name, seed)
                 try:
-                    run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress, batch_evaluate=scorer)
+                    run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress,
+                                batch_evaluate=scorer)
                 except SearchFailed as failure:
                     failed[name] += 1
                     run = failure.result
@@ -267,7 +268,8 @@ def compare(
     table = Comparison(problem.name, objective, baseline, best_known, source, runs,
                        senses=tuple(problem.senses or ("min",)), interrupted=interrupted)
     target = best_known + sign * CLOSE * abs(best_known)
-    base = [r.values[objective] for r in runs if r.engine == baseline and r.values and r.stopped != "interrupted"]
+    base = [r.values[objective] for r in runs
+            if r.engine == baseline and r.values and r.stopped != "interrupted"]
     base_value = float(np.mean(base)) if base else None
     for name in engines:
         cut = sum(r.engine == name and r.stopped == "interrupted" for r in runs)

@@ -1,9 +1,10 @@
 """Optional dependencies: which ``pip install`` brings a missing module, said in one line.
 
 A plugin factory that needs a library beyond optmap's own dependencies declares the modules it
-imports when used, ``imports = ("onnx",)`` (``requires`` names an engine's capabilities); ``optmap plugins --check`` and ``make_engine``
-(so ``run``, ``compare`` and ``validate``) check them before anything runs. Everywhere else a
-missing module becomes :func:`missing_message`'s line through :func:`needs`.
+imports when used, ``imports = ("onnx",)`` (an engine's ``requires`` names capabilities);
+``optmap plugins --check`` and ``make_engine`` (so ``run``, ``compare`` and ``validate``) check
+them before anything runs. Everywhere else a missing module becomes :func:`missing_message`'s
+line through :func:`needs`.
 """
 
 from __future__ import annotations

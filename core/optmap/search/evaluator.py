@@ -65,6 +65,7 @@ class Evaluator:
         self.budget = budget
         self.progress = progress
         self._batch = batch_evaluate or (lambda X: evaluate_batch(cost_model, X))
+        self._scores_here = batch_evaluate is None  # else worker processes score (optmap.parallel)
         self.evaluations = 0
         self.started = time.perf_counter()
         self.stop_requested = False
@@ -129,9 +130,10 @@ class Evaluator:
         compiled kernel) for a search of about ``rows`` plans (default: the evaluations left),
         off the clock: a process's one-off set-up is not the engine's search time, and in a
         comparison it would otherwise fall on whichever engine runs first. The seconds it took
-        are kept in :attr:`setup_seconds` (the result's ``extra``)."""
+        are kept in :attr:`setup_seconds` (the result's ``extra``). Nothing to do when other
+        processes score the batches (``batch_evaluate``: workers prepare their own copy)."""
         prepare = getattr(self.cost_model, "prepare", None)
-        if not callable(prepare):
+        if not callable(prepare) or not self._scores_here:
             return
         start = time.perf_counter()
         prepare(self.remaining_evaluations if rows is None else rows)
@@ -160,9 +162,11 @@ class Evaluator:
             seconds=None if b.seconds is None else max(1e-3, b.seconds - self.elapsed),
         )
         space = self.space.pin({**self.space.pinned, **(fixed or {})}) if fixed else self.space
-        return Evaluator(self.cost_model, self.objectives, self.constraints, left, batch_evaluate=self._batch,
-                         make_engine=self._make_engine, senses=self.senses, lower_bounds=self.lower_bounds,
-                         space=space)
+        child = Evaluator(self.cost_model, self.objectives, self.constraints, left, batch_evaluate=self._batch,
+                          make_engine=self._make_engine, senses=self.senses, lower_bounds=self.lower_bounds,
+                          space=space)
+        child._scores_here = self._scores_here
+        return child
 
     def merge(self, other: "Evaluator") -> None:
         """Count ``other``'s evaluations as this evaluator's; its best and front join this run's."""
