@@ -163,9 +163,9 @@ class OptunaSearch(SearchEngine):
     ) -> None:
         """``sampler``: "auto" is NSGA-II for several objectives or many categorical decisions, else
         TPE; ``batch`` trials are asked and scored together; ``max_trials`` caps the evaluations
-        below the budget ("auto": :func:`auto_trials`; none: the budget alone); ``seed_plans`` names engines (or cost-model plans)
-        enqueued as first trials (default: every plan the cost model names); ``storage`` a database
-        URL to keep and share the study, named ``study``."""
+        below the budget ("auto": :func:`auto_trials`; none: the budget alone); ``seed_plans``
+        names engines (or cost-model plans) enqueued as first trials (default: every plan the
+        cost model names); ``storage`` a database URL to keep and share the study, named ``study``."""
         if batch < 1:
             raise OptmapError(f"batch must be >= 1, got {batch}")
         if isinstance(max_trials, int) and max_trials < 1:
