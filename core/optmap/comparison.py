@@ -142,10 +142,10 @@ class Comparison:
         axes.set_xscale("log")
         axes.set_yscale("log")
         axes.set_xlim(1, max(longest, 10))
-        axes.axhline(GAP_FLOOR, color="black", linewidth=0.6, linestyle=":")
+        axes.axhline(GAP_FLOOR, color="black", linewidth=0.6, linestyle=":", label=f"reached (< {GAP_FLOOR:g} %)")
         axes.set_xlabel("evaluations")
         unit = next((r.units.get(self.objective) for r in self.runs if r.units.get(self.objective)), "")
-        axes.set_ylabel(f"gap to the best known {self.objective} (%, log; floor {GAP_FLOOR:g} % = reached)")
+        axes.set_ylabel(f"gap to best known {self.objective} (%)")
         cut = ", interrupted" if self.interrupted else ""
         axes.set_title(f"{self.problem} ({self.best_known_source} {self.best_known:.5g}{' ' + unit if unit else ''}"
                        f"{cut})", fontsize=10)
