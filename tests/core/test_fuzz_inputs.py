@@ -5,7 +5,8 @@ keys removed, values replaced by edge values of every TOML type (negative, zero,
 infinite, empty, unicode and control characters, nested tables and arrays), unknown keys added,
 ``--set`` / ``--fix`` / ``--search`` / ``--seed`` given odd values. For every case ``optmap``
 must either succeed (exit 0, a strict-JSON result with finite, non-negative metrics, written
-where asked) or refuse (exit 2, exactly one line ``error: ...``), within a time limit, writing
+where asked) or refuse (exit 2, exactly one line ``error: ...``; ``validate`` one per error), within
+a time limit, writing
 nothing outside its working folder.
 """
 
