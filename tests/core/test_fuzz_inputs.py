@@ -6,8 +6,7 @@ infinite, empty, unicode and control characters, nested tables and arrays), unkn
 ``--set`` / ``--fix`` / ``--search`` / ``--seed`` given odd values. For every case ``optmap``
 must either succeed (exit 0, a strict-JSON result with finite, non-negative metrics, written
 where asked) or refuse (exit 2, exactly one line ``error: ...``; ``validate`` one per error), within
-a time limit, writing
-nothing outside its working folder.
+a time limit, writing nothing outside its working folder.
 """
 
 from __future__ import annotations
