@@ -88,3 +88,16 @@ def test_an_unknown_missing_module_keeps_its_traceback(monkeypatch):
     monkeypatch.setattr(info, "plugins", broken)
     with pytest.raises(ModuleNotFoundError):
         main(["plugins"])
+
+
+def test_a_known_missing_module_anywhere_is_one_line_with_its_extra(monkeypatch, capsys):
+    # e.g. SciPy, imported by optmap calibrate's fit only when it fits: whatever command meets it
+    import optmap.commands.info as info
+
+    def needs_scipy(args):
+        raise ModuleNotFoundError("No module named 'scipy'", name="scipy")
+
+    monkeypatch.setattr(info, "plugins", needs_scipy)
+    assert main(["plugins"]) == 2
+    assert _error_lines(capsys) == [
+        "error: optmap plugins needs scipy, which is not installed: pip install 'optmap[calibrate]'"]
