@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -233,7 +234,7 @@ def compare(
 
             scorer = stack.enter_context(ParallelScorer(problem.cost_model, workers, scheduler))
         try:
-            for name, seed in ((name, seed) for name in engines for seed in seeds):
+            for name, seed in itertools.product(engines, seeds):
                 if on_start is not None:
                     on_start(name, seed)
                 try:
