@@ -17,7 +17,7 @@ Decisions:
   to the parameters (TPE also reads every past trial for each new one). ``max_trials = "auto"``
   (the default) caps a run at :func:`auto_trials`: ``SUGGESTIONS[sampler]`` parameter
   proposals, between ``AUTO_TRIALS`` trials, so every shipped problem ends in well under a
-  minute; an integer sets the cap, ``none`` spends the whole budget.
+  minute; an integer sets the cap, None (from Python) spends the whole budget.
 - Storage: in memory by default. With ``storage`` (any database URL Optuna accepts, e.g.
   ``sqlite:///study.db`` or ``postgresql://user@host/db``) the study lives in the database
   under ``study`` (default ``optmap-<problem name>``) and several optmap processes, on several
@@ -163,7 +163,7 @@ class OptunaSearch(SearchEngine):
     ) -> None:
         """``sampler``: "auto" is NSGA-II for several objectives or many categorical decisions, else
         TPE; ``batch`` trials are asked and scored together; ``max_trials`` caps the evaluations
-        below the budget ("auto": :func:`auto_trials`; none: the budget alone); ``seed_plans``
+        below the budget ("auto": :func:`auto_trials`; None: the budget alone); ``seed_plans``
         names engines (or cost-model plans) enqueued as first trials (default: every plan the
         cost model names); ``storage`` a database URL to keep and share the study, named ``study``."""
         if batch < 1:
