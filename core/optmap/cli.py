@@ -66,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # always one line
         return 2
+    except ModuleNotFoundError as exc:  # an optional dependency imported where it is used
+        from optmap.extras import needs
+
+        known = needs(exc, f"optmap {args.command}")
+        if known is None or args.debug:
+            raise
+        print(f"error: {known}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

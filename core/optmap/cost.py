@@ -96,7 +96,9 @@ class CostModel(ABC):
       writes is refused at load, never silently ignored (``System.options_given`` says what the
       file set);
     - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
-    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
+    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with;
+    - ``prepare(rows)``: one-off set-up (e.g. loading compiled code) before a search that will
+      score about ``rows`` plans starts its clock; see :meth:`optmap.search.Evaluator.prepare`.
     """
 
     space: DesignSpace

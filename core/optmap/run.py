@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from optmap import extras
 from optmap.checkpoint import Checkpoint
 from optmap.errors import OptmapError, did_you_mean
 from optmap.host import call_with_options
@@ -37,6 +38,7 @@ def make_engine(problem: Problem, name: str, options: dict[str, Any] | None = No
     entry = problem.host.get("search_engine", name)
     merged = {**problem.search.engine_options.get(name, {}), **(options or {})}
     what = f"[search.{name}] engine '{name}'"
+    extras.check(entry.resolve(), f"engine '{name}'")
     engine = call_with_options(what, entry.resolve(), merged, plugin=entry.plugin, host=problem.host)
     absent = engine_missing(engine)
     if absent:
@@ -166,6 +168,11 @@ def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchRes
             extra = search_engine.search(evaluator, seed) or {}
         except OptmapError as exc:
             raise SearchFailed(f"engine '{name}': {exc}", evaluator.result(name, seed, f"error: {exc}")) from exc
+        except ModuleNotFoundError as exc:
+            known = extras.needs(exc, f"engine '{name}'")
+            if known is None:
+                raise
+            raise SearchFailed(str(known), evaluator.result(name, seed, f"error: {known}")) from exc
         except Exception as exc:
             message = f"engine '{name}' raised {type(exc).__name__}: {exc}"
             raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}")) from exc

@@ -43,3 +43,6 @@ def read_onnx(file: str | Path, *, batch: Batch | None = None, dtype: str | None
     if not any(layer.op != "input" for layer in workload.layers()):
         raise OptmapError(f"{where}: the ONNX graph computes nothing from its inputs")
     return workload
+
+
+read_onnx.imports = ("onnx",)  # optmap.extras: `plugins --check` flags a missing onnx

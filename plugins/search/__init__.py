@@ -3,7 +3,7 @@
 Both search a cost model's :class:`~optmap.space.DesignSpace` through its vector encoding,
 score whole batches through the evaluator (the cost model's vectorised ``evaluate_batch`` when it
 has one), can start from named plans (other engines' answers), and resume from a checkpoint.
-pymoo and Optuna are imported only when an engine runs (``pip install 'optmap[search]'``).
+pymoo and Optuna (regular dependencies of optmap) are imported only when an engine runs.
 """
 
 from optmap.hookspecs import hookimpl

@@ -60,12 +60,13 @@ def load_plugins(args):
     return host
 
 
-def load_problem(args):
-    """The command's problem file, with --set, --fix, --plugin and -p applied."""
+def load_problem(args, every_error: bool = False):
+    """The command's problem file, with --set, --fix, --plugin and -p applied (``every_error``:
+    the OptmapError lists every problem of the file, see :func:`optmap.problem.build_problem`)."""
     from optmap.problem import load
 
     load_plugins(args)  # warns about plugins that failed to load
-    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, disabled(args))
+    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, disabled(args), every_error)
 
 
 def default_output(problem, engine: str, seed: int) -> Path:

@@ -71,8 +71,9 @@ def compare(args) -> int:
     for run in table.runs:
         if run.extra.get("error"):
             print(f"note: {run.engine} (seed {run.seed}) failed: {run.extra['error']}", file=sys.stderr)
+    cut = ", INTERRUPTED: partial" if table.interrupted else ""
     terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
-                              f"{table.best_known:.6g})", table.rows))
+                              f"{table.best_known:.6g}{cut})", table.rows))
     if args.json == "-":
         sys.stdout.write(table.json_text() + "\n")
     elif json_out:
@@ -96,6 +97,12 @@ def compare(args) -> int:
             if layers is not None:
                 layers.title = f"{name}: per-layer mapping"
                 terminal.print(layers)
+    if table.interrupted:
+        done = sum(run.stopped != "interrupted" for run in table.runs)
+        print(f"interrupted after {done} of {len(engines) * len(seeds)} runs; the table's 'interrupted' column counts "
+              f"the runs cut short or not started", file=sys.stderr)
+        signals = [run.extra["signal"] for run in table.runs if "signal" in run.extra]
+        return 128 + int(signals[-1] if signals else 2)
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from optmap.commands.common import (
     add_problem_arguments,
     load_plugins,
@@ -18,7 +20,7 @@ def add_parser(commands) -> dict:
     show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
                                       "(run --json, compare --json, sweep --out) or a model file")
     add_problem_arguments(show_parser)
-    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result or sweep: draw it again "
+    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result, comparison or sweep: draw it again "
                              "(needs matplotlib)")
     show_parser.add_argument("--decisions", action="store_true",
                              help="for a problem: list every decision (the names --fix takes) and its values")
@@ -62,6 +64,7 @@ def _unimportable(host) -> dict[tuple[str, str], str]:
     """(kind, name) → why, for every name whose factory, registered by import path, fails to
     import, and every file reader whose workload no plugin registers (a reader names a workload)."""
     from optmap.errors import OptmapError
+    from optmap.extras import absent, missing_message, requirements
     from optmap.host import KINDS
 
     broken = {}
@@ -74,18 +77,30 @@ def _unimportable(host) -> dict[tuple[str, str], str]:
                                             f"'{entry.target}', which no plugin registers")
                 continue
             try:
-                entry.resolve()
+                factory = entry.resolve()
             except OptmapError as exc:
                 broken[(kind, name)] = str(exc)
+                continue
+            missing = absent(requirements(factory))
+            if missing:
+                broken[(kind, name)] = f"plugin '{entry.plugin}': {missing_message(missing[0], f'{name!r}')}"
     return broken
 
 
 def validate(args) -> int:
-
+    """Check a problem file: every error it has, one ``error:`` line each (exit 2), or ``ok``."""
+    from optmap.errors import OptmapError
     from optmap.run import make_engine
 
-    problem = load_problem(args)
-    make_engine(problem, problem.search.engine)  # its [search.<engine>] options and fit, as run checks them
+    try:
+        problem = load_problem(args, every_error=True)
+        make_engine(problem, problem.search.engine)  # its [search.<engine>] options and fit, as run checks them
+    except OptmapError as exc:
+        if args.debug:
+            raise
+        for problem_line in exc.problems:
+            print(f"error: {' '.join(problem_line.split())}", file=sys.stderr)
+        return 2
     print(f"{args.file}: ok ({problem.name}; {len(problem.cost_model.space)} decisions, "
           f"space size {problem.cost_model.space.size:.4g})")
     return 0
@@ -97,9 +112,9 @@ def show(args) -> int:
 
     kind = _file_kind(args)
     output_path(args.plot, "--plot", suffix=".png")
-    if args.plot and kind not in ("result", "sweep"):
-        raise OptmapError(f"--plot redraws a saved result or sweep; {args.file} is a {kind} file "
-                          f"(optmap compare --plot draws a comparison, optmap run --plot a run)")
+    if args.plot and kind not in ("result", "comparison", "sweep"):
+        raise OptmapError(f"--plot redraws a saved result, comparison or sweep; {args.file} is a {kind} file "
+                          f"(optmap run --plot draws a run)")
     if args.decisions and kind != "problem":
         raise OptmapError(f"--decisions lists a problem's decisions; {args.file} is a {kind} file")
     if args.layers and kind != "result":
@@ -115,6 +130,7 @@ def show(args) -> int:
     workload, system = problem.workload, problem.system
     terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
                               workload.describe()))
+    terminal.print(workload.totals())
     terminal.print(rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe()))
     space = problem.cost_model.space
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
@@ -132,6 +148,8 @@ def _decision_rows(space) -> list[dict[str, str]]:
             values = f"an ordering of {', '.join(map(str, v.choices))}"
         else:
             values = f"{v.low:g} to {v.high:g}" + (" (whole numbers)" if v.kind == "integer" else "")
+            if v.kind == "integer" and v.tag("step"):
+                values += f", or value x {v.tag('step'):.4g} as results print it"
         rows.append({"decision": v.name, "kind": v.kind, "values": values,
                      "pinned": "" if v.pinned is None else str(v.pinned)})
     return rows
@@ -213,6 +231,12 @@ def _show_saved(args, kind: str) -> int:
         terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
                                   f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
                                   data["rows"]))
+        if args.plot:
+            from optmap.comparison import Comparison
+            from optmap.output import save
+
+            figure = Comparison.from_json(data).plot()
+            terminal.print(f"figure written to {save(args.plot, figure, what='plot')}")
         return 0
     from optmap.sweep.summary import axes, flat_rows
 
@@ -260,6 +284,7 @@ def _show_model(args, reader: str) -> int:
     workload = call(f"{args.file}: workload '{reader}'", entry, options, section_keys=("file",))
     console().print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
                                workload.describe()))
+    console().print(workload.totals())
     return 0
 
 
