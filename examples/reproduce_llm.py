@@ -4,8 +4,8 @@
 
 Every run of :mod:`optmap.plugins.llm.published` is predicted with the published decisions pinned
 (Megatron-LM's defaults for what a paper does not report) and the rest chosen by the planner; the
-A100 constants are those of :mod:`optmap.plugins.llm.compute` (fitted by ``python -m
-optmap.plugins.llm.calibration``); the held-out errors are recomputed here by leaving each
+A100 constants are those of :mod:`optmap.plugins.llm.compute` (fitted by ``python
+examples/calibrate_llm.py``); the held-out errors are recomputed here by leaving each
 Megatron-LM source out of the fit. The same runs are also predicted with the cost model's default
 options (today's Megatron-LM) and with the interleaving left to the planner, to show what those
 choices are worth.
@@ -59,7 +59,8 @@ def _choices(case, name: str) -> tuple:
 
 
 def main() -> None:
-    cs = calibration.cases()
+    host = load_host()
+    cs = calibration.cases(host=host)
     table = calibration.grid(cs)
     source = np.array([c.run.source for c in cs])
     rows = []
@@ -77,11 +78,11 @@ def main() -> None:
                     f"| {src} | {calibration.summary(err)} |")
     errors = "| constants | runs | error |\n|---|---|---|\n" + "\n".join(rows)
 
-    defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}))) for c in cs]
+    defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}), host=host)) for c in cs]
     free = [replace(c, allowed={**c.allowed, "interleaving": np.array(_choices(c, "interleaving"), dtype=object)})
             if c.run.source.startswith("narayanan") else c for c in cs]  # Korthikanti's degrees are known
-    measured = load_host().get("accelerator", "a100-sxm").resolve()
-    shared = [replace(c, model=calibration.model_for(c.run, accelerator=measured, compute="shared")) for c in cs]
+    measured = host.get("accelerator", "a100-sxm").resolve()
+    shared = [replace(c, model=calibration.model_for(c.run, accelerator=measured, compute="shared", host=host)) for c in cs]
     variants = "| variant | runs | error |\n|---|---|---|\n" + "\n".join([
         variant(defaults, "cost-model defaults (2022 software) for every run"),
         variant(free, "interleaving chosen by the planner where the paper does not report it"),

@@ -29,7 +29,7 @@ distributed optimizer (ZeRO-1, state sharded over the ``d`` data-parallel ranks)
 from __future__ import annotations
 
 import numpy as np
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig
 
 NONE, SELECTIVE, FULL = 0, 1, 2
 RECOMPUTE = ("none", "selective", "full")

@@ -29,7 +29,7 @@ import numpy as np
 from optmap.bounds import Fraction, NonNegative, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
-from optmap.plugins.transformer.workload import TransformerWorkload
+from optmap.workload.transformer import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes

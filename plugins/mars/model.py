@@ -40,6 +40,7 @@ from optmap.bounds import MAX_DIMENSION, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
+from optmap.host import Host
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
 from optmap.system import System
 from optmap.workload import Workload
@@ -81,6 +82,7 @@ class MarsCostModel(CostModel):
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
         min_set_size: ints(1, MAX_DIMENSION) = 1,
+        host: Host | None = None,
     ) -> None:
         """Options (note §6 decisions; defaults are the note's recommendations):
 
@@ -96,6 +98,8 @@ class MarsCostModel(CostModel):
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).
         ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
+        ``host`` (given by the host that builds the model, never a problem-file key) supplies the
+        registered designs; without one, this plugin's own.
         """
         if workload.phase != "inference" or workload.batch != 1:  # Sec. VI: single-image inference latency
             raise OptmapError(f"mars prices the latency of one inference (Sec. VI, batch 1); got phase "
@@ -108,7 +112,7 @@ class MarsCostModel(CostModel):
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
         self.candidates = self._candidates(min_set_size)
         if adaptive:
-            self.designs = lookup_designs(list(designs))
+            self.designs = lookup_designs(list(designs), host)
             self.device_designs = None
         else:
             self.designs = ()
