@@ -40,6 +40,7 @@ from .chipcomm import BASE_PTYPES, PTYPES
 from .layercost import CATEGORIES, LayerModel, Phase
 from .layers import build_graph
 from .pipelining import in_runs, pipe_runs
+from .plans import named_plans
 from .splits import DIMS, explicit_splits, factorizations, label
 from .torus import Torus
 
@@ -198,6 +199,4 @@ class DSMCostModel(CostModel):
 
     def plans(self) -> dict[str, Mapping]:
         """Named plans for engines to start from: the AccPar/HyPar/OWT-style parallelism patterns (:mod:`plans`)."""
-        from .plans import named_plans
-
         return named_plans(self)

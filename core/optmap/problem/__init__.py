@@ -99,7 +99,7 @@ def _left_out_first(where: str, tables: dict[str, dict], host: Host) -> None:
     refuses the problem before anything is built, in one line naming both plugins."""
     groups = tables["system"].get("groups")
     named = [(f"[{section_name}] {key}", kind, tables[section_name].get(key)) for section_name, key, kind in NAMED]
-    named += [(f"[[system.groups]] accelerator", "accelerator", group.get("accelerator"))
+    named += [("[[system.groups]] accelerator", "accelerator", group.get("accelerator"))
               for group in (groups if isinstance(groups, list) else ()) if isinstance(group, dict)]
     for place, kind, name in named:
         if isinstance(name, str) and name in host.withheld.get(kind, {}):
