@@ -32,6 +32,7 @@ from optmap import hookspecs
 from optmap.errors import OptmapError, did_you_mean
 from optmap.registry import Entry, describe_exception, one_line
 from optmap.requirements import requirements, unmet
+from optmap.search.engine import DefaultFor
 
 __all__ = ["KINDS", "Entry", "Host", "call_with_options", "load_host", "one_line"]
 
@@ -197,7 +198,7 @@ def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, d
     for kind, function in impls.items():
         label = kind.replace("_", " ")
 
-        def register(name: str, target: Any, _kind: str = kind, _label: str = label) -> None:
+        def register(name: str, target: Any, _kind: str = kind, _label: str = label, *, default: Any = None) -> None:
             if not isinstance(name, str) or not name.strip():
                 raise PluginFailure(plugin, f"plugin '{plugin}' registered a {_label} with an invalid name {name!r}")
             by_name = _kind == "workload_reader"  # a reader names a registered workload
@@ -206,7 +207,10 @@ def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, d
                                             f"the factory itself or an import path 'package.module:attribute'")
             if name in collected[_kind]:
                 raise PluginFailure(plugin, f"plugin '{plugin}' registers {_label} '{name}' twice")
-            collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target)
+            if default is not None and (_kind != "search_engine" or not isinstance(default, DefaultFor)):
+                raise PluginFailure(plugin, f"plugin '{plugin}' registered {_label} '{name}' with default={default!r}; "
+                                            f"only a search engine declares one, an optmap.search.engine.DefaultFor")
+            collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target, default)
 
         try:
             function(register=register)
@@ -246,6 +250,8 @@ def _fill(host: Host, explicit: set[str]) -> None:
         for impl in getattr(host.manager.hook, hook_name).get_hookimpls():
             plugins[impl.plugin_name][kind] = impl.function
     host.requires = requirements(host.manager, host.failures)
+    for plugin in sorted(explicit & set(host.failures)):  # its requirements hook failed: fatal when asked for
+        raise OptmapError(host.failures[plugin])
     left_out = unmet(host.requires, loaded=set(plugins) - set(host.failures), disabled=set(host.disabled),
                      failed=set(host.failures))
     host.left_out = {plugin: why.reason for plugin, why in left_out.items()}
@@ -253,6 +259,8 @@ def _fill(host: Host, explicit: set[str]) -> None:
     host.withheld = {kind: {} for kind in KINDS}
     for plugin, impls in plugins.items():
         if plugin in host.left_out:
+            if plugin in explicit:  # asked for with --plugin: what it lacks is fatal
+                raise OptmapError(f"--plugin '{plugin}': {host.left_out[plugin]}")
             _withhold(host, plugin, impls)
             continue
         if plugin in host.failures:  # its requirements hook raised

@@ -68,6 +68,7 @@ class Entry:
     plugin: str
     package: str
     target: Any  # the factory/value, or an import path "module:attr" resolved on first use
+    default: Any = None  # a search engine's optmap.search.engine.DefaultFor, if it declares one
 
     def resolve(self) -> Any:
         """The factory or value itself, importing it if it was registered by path."""

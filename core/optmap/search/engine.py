@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import inspect
+import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search.evaluator import Evaluator
+
+
+@dataclass(frozen=True)
+class DefaultFor:
+    """Declares a generic engine the default of formulations that name no ``default_engine``.
+
+    Given at registration, ``register("exhaustive", ExhaustiveSearch, default=DefaultFor(...))``,
+    so choosing a default imports no engine: the engine fits spaces of at most ``max_size``
+    points; of several that fit, the highest ``preference`` wins (ties: the first name).
+    """
+
+    max_size: float = math.inf
+    preference: int = 0
 
 
 class SearchEngine(ABC):
