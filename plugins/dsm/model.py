@@ -66,7 +66,7 @@ class DSMCostModel(CostModel):
     """DeepSpatialMatrix (IBM): per layer and pass, parallelism, core and PE-array splits, reuse, DySM, pipelining."""
 
     capabilities = frozenset({BATCH, DSM_TABLES})
-    metrics = ("time", "throughput", "utilization", *CATEGORIES)
+    metrics = ("time", "throughput", "utilization", *CATEGORIES, "memory_bytes")
     senses = {"throughput": "max", "utilization": "max"}
     units = {"throughput": "samples/s", "utilization": "fraction of peak", **{c: "s" for c in CATEGORIES}}
     default_engine = "dsm"

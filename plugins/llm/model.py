@@ -64,7 +64,7 @@ class Megatron3DCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
     default_engine = "megatron-3d"
-    metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "gpus")
+    metrics = ("time", "throughput", "tflops_per_gpu", "memory_gib", "gpus", "memory_bytes")
     senses = {"throughput": "max", "tflops_per_gpu": "max"}
     units = {"throughput": "tokens/s", "tflops_per_gpu": "TFLOP/s per GPU", "memory_gib": "GiB per GPU"}
 
@@ -212,6 +212,7 @@ class Megatron3DCostModel(CostModel):
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
+        out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
         return out
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:

@@ -23,7 +23,7 @@ The total is a function of the mapping alone, so every engine (``mars``, ``mars-
 
 Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
-``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM),
+``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM), ``memory_bytes`` (that footprint),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
 """
@@ -64,7 +64,7 @@ class MarsCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MARS_TABLES})
     metrics = ("time", "compute_time", "collective_time", "relayout_time", "inter_set_time", "host_time",
-               "memory_fraction", "baseline_time", "reduction")
+               "memory_fraction", "baseline_time", "reduction", "memory_bytes")
 
     def __init__(
         self,
@@ -309,7 +309,7 @@ class MarsCostModel(CostModel):
         n = len(X)
         plans, states = self._decode(X)
         out = {m: np.zeros(n) for m in ("compute_time", "collective_time", "relayout_time", "inter_set_time",
-                                         "host_time", "memory_fraction")}
+                                         "host_time", "memory_fraction", "memory_bytes")}
         excess = np.zeros(n)
         stages = []
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -328,6 +328,7 @@ class MarsCostModel(CostModel):
                                  ("relayout_time", "relayout")):
                 np.add.at(out[metric], rows, parts[part])
             np.maximum.at(out["memory_fraction"], rows, parts["memory_fraction"])
+            np.maximum.at(out["memory_bytes"], rows, parts["memory_bytes"])
             np.maximum.at(excess, rows, parts["excess"])
         reduce = np.sum if self.aggregate == "sum" else np.max
         out["time"] = np.array([reduce(s) for s in stages])
