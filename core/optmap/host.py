@@ -249,11 +249,12 @@ def _fill(host: Host, explicit: set[str]) -> None:
     for kind, hook_name in KINDS.items():
         for impl in getattr(host.manager.hook, hook_name).get_hookimpls():
             plugins[impl.plugin_name][kind] = impl.function
-    host.requires = requirements(host.manager, host.failures)
-    for plugin in sorted(explicit & set(host.failures)):  # its requirements hook failed: fatal when asked for
-        raise OptmapError(host.failures[plugin])
-    left_out = unmet(host.requires, loaded=set(plugins) - set(host.failures), disabled=set(host.disabled),
-                     failed=set(host.failures))
+    host.requires, broken = requirements(host.manager)
+    for plugin in sorted(explicit & set(broken)):  # its requirements hook failed: fatal when asked for
+        raise OptmapError(broken[plugin])
+    host.failures.update(broken)
+    loaded = set(plugins) - set(broken)
+    left_out = unmet(host.requires, loaded=loaded, disabled=set(host.disabled), failed=set(host.failures) - loaded)
     host.left_out = {plugin: why.reason for plugin, why in left_out.items()}
     host.failures.update({plugin: why.reason for plugin, why in left_out.items() if not why.chosen})
     host.withheld = {kind: {} for kind in KINDS}
@@ -263,7 +264,7 @@ def _fill(host: Host, explicit: set[str]) -> None:
                 raise OptmapError(f"--plugin '{plugin}': {host.left_out[plugin]}")
             _withhold(host, plugin, impls)
             continue
-        if plugin in host.failures:  # its requirements hook raised
+        if plugin in broken:  # its requirements hook raised
             continue
         try:
             collected = _collect(host, plugin, impls)

@@ -24,10 +24,11 @@ class LeftOut:
     chosen: bool
 
 
-def requirements(manager: pluggy.PluginManager, failures: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    """Each plugin's declared requirements; a plugin whose hook raises or answers something other
-    than a list of names is recorded in ``failures`` (it is then left out like any failed plugin)."""
+def requirements(manager: pluggy.PluginManager) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Each plugin's declared requirements, and the plugins whose hook raises or answers something
+    other than a list of names, with the reason (they are left out like any failed plugin)."""
     needs: dict[str, tuple[str, ...]] = {}
+    failures: dict[str, str] = {}
     for impl in manager.hook.optmap_plugin_requires.get_hookimpls():
         plugin = impl.plugin_name
         try:
@@ -40,7 +41,7 @@ def requirements(manager: pluggy.PluginManager, failures: dict[str, str]) -> dic
                                 f"of plugin names, e.g. ['transformer']")
             continue
         needs[plugin] = tuple(n for n in dict.fromkeys(names or ()) if n != plugin)
-    return needs
+    return needs, failures
 
 
 def unmet(needs: dict[str, tuple[str, ...]], loaded: set[str], disabled: set[str],
