@@ -30,9 +30,8 @@ import pluggy
 
 from optmap import hookspecs
 from optmap.errors import OptmapError, did_you_mean
-from optmap.registry import Entry, describe_exception, one_line
+from optmap.registry import DefaultFor, Entry, describe_exception, one_line
 from optmap.requirements import requirements, unmet
-from optmap.search.engine import DefaultFor
 
 __all__ = ["KINDS", "Entry", "Host", "call_with_options", "load_host", "one_line"]
 
@@ -209,7 +208,7 @@ def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, d
                 raise PluginFailure(plugin, f"plugin '{plugin}' registers {_label} '{name}' twice")
             if default is not None and (_kind != "search_engine" or not isinstance(default, DefaultFor)):
                 raise PluginFailure(plugin, f"plugin '{plugin}' registered {_label} '{name}' with default={default!r}; "
-                                            f"only a search engine declares one, an optmap.search.engine.DefaultFor")
+                                            f"only a search engine declares one, an optmap.registry.DefaultFor")
             collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target, default)
 
         try:

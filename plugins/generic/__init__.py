@@ -12,7 +12,7 @@ EXHAUSTIVE_DEFAULT_LIMIT = 1_000_000  # points a default exhaustive search may e
 
 @hookimpl
 def optmap_register_search_engines(register):
-    from optmap.search.engine import DefaultFor
+    from optmap.registry import DefaultFor
 
     register("exhaustive", "optmap.plugins.generic.exhaustive:ExhaustiveSearch",
              default=DefaultFor(max_size=EXHAUSTIVE_DEFAULT_LIMIT, preference=2))

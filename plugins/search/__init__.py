@@ -13,7 +13,7 @@ from optmap.hookspecs import hookimpl
 def optmap_register_search_engines(register):
     import importlib.util
 
-    from optmap.search.engine import DefaultFor
+    from optmap.registry import DefaultFor
 
     # the default of large spaces when pymoo is installed (preferred over random, not over exhaustive)
     pymoo = importlib.util.find_spec("pymoo") is not None

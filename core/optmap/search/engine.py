@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import inspect
-import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search.evaluator import Evaluator
-
-
-@dataclass(frozen=True)
-class DefaultFor:
-    """Declares a generic engine the default of formulations that name no ``default_engine``.
-
-    Given at registration, ``register("exhaustive", ExhaustiveSearch, default=DefaultFor(...))``,
-    so choosing a default imports no engine: the engine fits spaces of at most ``max_size``
-    points; of several that fit, the highest ``preference`` wins (ties: the first name).
-    """
-
-    max_size: float = math.inf
-    preference: int = 0
 
 
 class SearchEngine(ABC):
@@ -41,6 +26,9 @@ class SearchEngine(ABC):
     - ``seed_plans``: names of engines, or of plans the cost model names, that the engine starts
       from (an instance attribute set from its options); each is checked when the engine is
       chosen, before anything runs.
+
+    A generic engine is declared the default of formulations without a ``default_engine`` at
+    registration, not here (:class:`optmap.registry.DefaultFor`), so choosing one imports none.
     """
 
     requires: frozenset[str] = frozenset()

@@ -1,7 +1,7 @@
 """A plugin that gives a workload a search-engine default (only search engines declare one)."""
 
 from optmap.hookspecs import hookimpl
-from optmap.search.engine import DefaultFor
+from optmap.registry import DefaultFor
 
 
 @hookimpl

@@ -3,7 +3,7 @@ and one that declares a default on something that is not a search engine."""
 
 from optmap.hookspecs import hookimpl
 from optmap.search import SearchEngine
-from optmap.search.engine import DefaultFor
+from optmap.registry import DefaultFor
 
 
 class FirstPoint(SearchEngine):
