@@ -23,6 +23,17 @@ BATCH = "batch"  # evaluate_batch(X) scores a whole population in one vectorised
 
 SENSES = ("min", "max")
 
+# Standard metric names: what composition relies on (a pipeline of stages adds its stages'
+# ``time``, adds in-flight activations to their ``memory_bytes`` and checks it against a
+# device's memory). A formulation that computes one of these reports it under this name and
+# unit, besides any names of its own (``memory_gib``, ``storage_bytes``, ...).
+TIME = "time"  # seconds of one step of the workload (an iteration, an inference, a period)
+MEMORY = "memory_bytes"  # peak bytes held on one device, the fullest device of the mapping
+STANDARD_METRICS = {
+    TIME: "seconds of one step of the workload (iteration, inference or pipeline period)",
+    MEMORY: "peak bytes held per device (the fullest device), weights, gradients, state and activations",
+}
+
 
 @dataclass(frozen=True)
 class LayerCost:

@@ -93,6 +93,18 @@ def _stop_on_signals(evaluator: Evaluator):
             signal.signal(sig, handler)
 
 
+def resumable_engines(host) -> list[str]:
+    """The registered engines that declare ``resumable = True`` (imports them: for error messages)."""
+    names = []
+    for name in host.names("search_engine"):
+        try:
+            if getattr(host.get("search_engine", name).resolve(), "resumable", False) is True:
+                names.append(name)
+        except OptmapError:
+            continue  # a broken plugin is reported where it is used
+    return names
+
+
 def fingerprint(problem: Problem, engine: str, seed: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a checkpoint must match to be resumed: problem (without [search]), engine, options, seed."""
     spec = {key: value for key, value in problem.spec.items() if key != "search"}
@@ -117,7 +129,7 @@ def solve(
 ) -> SearchResult:
     """Run one engine on ``problem`` and return its result (best mapping, report, history).
 
-    ``checkpoint``: file where a resumable engine (ga, optuna) saves its state every
+    ``checkpoint``: file where a resumable engine (``resumable = True``) saves its state every
     ``checkpoint_every`` seconds and when it stops; ``resume=True`` continues from it (and lets
     an Optuna engine join its stored study). ``workers`` / ``scheduler`` score batches in local
     processes / on a Dask cluster; ``batch_evaluate`` passes an already open scorer instead.
@@ -127,7 +139,8 @@ def solve(
     search_engine = make_engine(problem, name, options)
     resumable = getattr(search_engine, "resumable", False)
     if resume and not resumable:
-        raise OptmapError(f"engine '{name}' cannot resume (it keeps no checkpoint); resumable engines: ga, optuna")
+        raise OptmapError(f"engine '{name}' cannot resume (it keeps no checkpoint); resumable engines: "
+                          f"{', '.join(resumable_engines(problem.host)) or 'none installed'}")
     state = Checkpoint(checkpoint if resumable else None, resume=resume, name=problem.name,
                        fingerprint=fingerprint(problem, name, seed, options), every=checkpoint_every)
     if resume and state.path is not None and not state.path.exists():

@@ -30,7 +30,9 @@ compute period (K×K rounding, DSPs a portion cannot use, imbalance, DRAM waits;
 not idle stages); ``max_link_gbps`` per direction at the achieved throughput and ``link_demand``
 (link time ÷ compute period, ≥ 1 when a link binds); ``variance`` (Eq. 5 over devices' work);
 ``storage_bytes`` (Eq. 12: the largest on-chip demand) and ``max_bram_use``; ``parked_bytes``,
-``dram_bytes`` per image, ``power_watts``, ``energy_per_image``.
+``dram_bytes`` per image, ``power_watts``, ``energy_per_image``; ``memory_bytes`` (the standard
+name of :data:`optmap.cost.MEMORY`) equals ``storage_bytes``: the largest device's storage, on chip
+and spilled to its DRAM (the FC weights that stream from DRAM are not held between images).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ IMAGENET_TRAIN_IMAGES = 1_281_167  # ILSVRC-2012 training set; the paper does no
 METRICS = (
     "period", "throughput", "compute_period", "gops_per_fpga", "gops_per_fpga_allocated", "gops_per_joule",
     "epochs_per_hour", "hours_per_epoch", "idle", "max_link_gbps", "link_demand", "variance", "storage_bytes",
-    "max_bram_use", "parked_bytes", "dram_bytes", "power_watts", "energy_per_image",
+    "max_bram_use", "parked_bytes", "dram_bytes", "power_watts", "energy_per_image", "memory_bytes",
 )
 
 
@@ -244,7 +246,8 @@ class FPDeepCostModel(CostModel):
             "hours_per_epoch": np.where(throughput > 0, self.epoch_images / (3600.0 * throughput), np.inf),
             "idle": idle, "max_link_gbps": (loads * self.value_bytes * 8 / 1e9).max(1, initial=0.0) * throughput,
             "link_demand": np.where(compute_period > 0, link_time / compute_period, 0.0),
-            "variance": variance, "storage_bytes": store.need.max(1), "max_bram_use": (store.need / self.bram).max(1),
+            "variance": variance, "storage_bytes": store.need.max(1), "memory_bytes": store.need.max(1),
+            "max_bram_use": (store.need / self.bram).max(1),
             "parked_bytes": store.parked.sum(1), "dram_bytes": store.dram.sum(1),
             "power_watts": np.full(len(X), self.power), "energy_per_image": self.power * period,
             "feasible": feasible,

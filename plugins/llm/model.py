@@ -29,7 +29,7 @@ import numpy as np
 from optmap.bounds import Fraction, NonNegative, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
-from optmap.plugins.transformer.workload import TransformerWorkload
+from optmap.workload.transformer import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes
@@ -65,7 +65,8 @@ class Megatron3DCostModel(CostModel):
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
     default_engine = "megatron-3d"
     # model FLOPs count 3 × forward (MFU); hardware FLOPs add recomputation (Narayanan Eq. 3, Table 1)
-    metrics = ("time", "throughput", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gib", "gpus")
+    metrics = ("time", "throughput", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gib", "gpus",
+               "memory_bytes")
     senses = {"throughput": "max", "model_tflops_per_gpu": "max", "hardware_tflops_per_gpu": "max"}
     units = {"throughput": "tokens/s", "model_tflops_per_gpu": "TFLOP/s per GPU (model FLOPs, no recomputation)",
              "hardware_tflops_per_gpu": "TFLOP/s per GPU (hardware FLOPs, with recomputation)",
@@ -215,6 +216,7 @@ class Megatron3DCostModel(CostModel):
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
+        out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
         return out
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:

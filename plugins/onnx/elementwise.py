@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import onnx
 
-from .convert import Converter, Unsupported, attributes, handles, has_input
+from .convert import Converter, Handler, Unsupported, attributes, has_input
 from optmap.workload.general_ops import BINARY, ELEMENTWISE, REDUCE
 
 ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": "softmax",
@@ -31,7 +31,6 @@ REDUCTIONS = ("ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "Reduc
               "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")
 
 
-@handles(*ACTIVATIONS)
 def activation(c: Converter, node: onnx.NodeProto) -> None:
     c.emit("activation", [node.input[0]], node.output[0], kind=ACTIVATIONS[node.op_type])
 
@@ -47,7 +46,6 @@ def _clip_bounds(c: Converter, node: onnx.NodeProto) -> list[float | None]:
     return bounds
 
 
-@handles("Clip")
 def clip(c: Converter, node: onnx.NodeProto) -> None:
     kind = {(0.0, 6.0): "relu6", (0.0, None): "relu"}.get(tuple(_clip_bounds(c, node)))
     if kind is not None and not any(c.g.is_activation(x) for x in node.input[1:] if x):
@@ -56,7 +54,6 @@ def clip(c: Converter, node: onnx.NodeProto) -> None:
         arithmetic(c, node)
 
 
-@handles(*UNARY, *BINARY_OPS)
 def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
     xs = list(dict.fromkeys(c.activations(node)))  # x * x reads x once
     if len(xs) == 1:
@@ -67,9 +64,16 @@ def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
         c.emit(BINARY, xs, node.output[0], fn=node.op_type)
 
 
-@handles(*REDUCTIONS)
 def reduce(c: Converter, node: onnx.NodeProto) -> None:
     if has_input(node, 1) and c.g.is_activation(node.input[1]):
         raise Unsupported(f"{node.op_type} (axes computed from the input)")
     c.emit(REDUCE, [node.input[0]], node.output[0], fn=node.op_type)
 
+
+# ONNX op type -> its handler (reader.py joins the tables of every handler module)
+HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(ACTIVATIONS, activation),
+    "Clip": clip,
+    **dict.fromkeys((*UNARY, *BINARY_OPS), arithmetic),
+    **dict.fromkeys(REDUCTIONS, reduce),
+}

@@ -11,5 +11,11 @@ from optmap.hookspecs import hookimpl
 
 @hookimpl
 def optmap_register_search_engines(register):
-    register("ga", "optmap.plugins.search.ga:GeneticSearch")
+    import importlib.util
+
+    from optmap.registry import DefaultFor
+
+    # the default of large spaces when pymoo is installed (preferred over random, not over exhaustive)
+    pymoo = importlib.util.find_spec("pymoo") is not None
+    register("ga", "optmap.plugins.search.ga:GeneticSearch", default=DefaultFor(preference=1) if pymoo else None)
     register("optuna", "optmap.plugins.search.optuna_search:OptunaSearch")

@@ -41,24 +41,16 @@ Representation limits (the IR has no reshape, gather or embedding op):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Literal
 
 from optmap.bounds import Batch, Depth, Dimension
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
+from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 
-from .config import TransformerConfig
 from .ops import MUL
 from .presets import PRESETS
-
-
-@dataclass(frozen=True, eq=False)
-class TransformerWorkload(Workload):
-    """A Workload that also carries its :class:`TransformerConfig` (the Megatron block chain)."""
-
-    config: TransformerConfig | None = None
-
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",

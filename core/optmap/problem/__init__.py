@@ -133,6 +133,26 @@ def _unknown_key(where: str, key: str) -> None:
     raise OptmapError(f"{where}: unknown top-level key '{key}'{did_you_mean(key, SECTIONS)}")
 
 
+# (section, key, registry) of the names a problem file gives, checked against the left-out plugins
+NAMED = (("workload", "model", "workload"), ("system", "topology", "topology"), ("cost", "model", "cost_model"),
+         ("search", "engine", "search_engine"))
+
+
+def _left_out_first(where: str, tables: dict[str, dict], host: Host) -> None:
+    """A name that only a left-out plugin provides (one that needs a disabled or missing plugin)
+    refuses the problem before anything is built, in one line naming both plugins."""
+    groups = tables["system"].get("groups")
+    named = [(f"[{section_name}] {key}", kind, tables[section_name].get(key)) for section_name, key, kind in NAMED]
+    named += [("[[system.groups]] accelerator", "accelerator", group.get("accelerator"))
+              for group in (groups if isinstance(groups, list) else ()) if isinstance(group, dict)]
+    for place, kind, name in named:
+        if isinstance(name, str) and name in host.withheld.get(kind, {}):
+            try:
+                host.get(kind, name)
+            except OptmapError as exc:
+                raise OptmapError(f"{where}: {place}: {exc}") from None
+
+
 def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple[str, ...] = (),
                   disabled: tuple[str, ...] = (), every_error: bool = False) -> Problem:
     """Validate a raw spec table and build everything it names.
@@ -155,6 +175,7 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     check(_description, where, spec)
     tables = {key: check(section, where, spec, key, key in REQUIRED) for key in SECTIONS[2:]}
     host = load_host(plugins, disabled)
+    _left_out_first(where, tables, host)
     base = path.parent if path else None
 
     def after(checker, *inputs):  # a check whose inputs are all there (a failed one is already noted)
