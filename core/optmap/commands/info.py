@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from optmap.commands.common import (
+    add_format_argument,
     add_problem_arguments,
+    format_console,
     load_plugins,
     load_problem,
     output_path,
@@ -23,6 +25,7 @@ def add_parser(commands) -> dict:
     show_parser.add_argument("--decisions", action="store_true",
                              help="for a problem: list every decision (the names --fix takes) and its values")
     show_parser.add_argument("--layers", choices=["all"], help="for a saved result: print every layer's row")
+    add_format_argument(show_parser)
     commands.add_parser("schema", help="print the JSON Schema of problem files")
     return {"plugins": plugins, "validate": validate, "show": show, "schema": schema}
 
@@ -93,7 +96,8 @@ def validate(args) -> int:
 
 def show(args) -> int:
     from optmap.errors import OptmapError
-    from optmap.report import console, rows_table
+    from optmap.report import rows_table
+    from optmap.tabular import write
 
     kind = _file_kind(args)
     output_path(args.plot, "--plot", suffix=".png")
@@ -107,15 +111,16 @@ def show(args) -> int:
     if kind != "problem":
         return _show_saved(args, kind) if kind in ("result", "comparison", "sweep") else _show_model(args, kind)
     problem = load_problem(args)
-    terminal = console()
+    terminal = format_console(args)
     if args.decisions:
-        terminal.print(rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
-                                  _decision_rows(problem.space)))
+        write([rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
+                          _decision_rows(problem.space))], args.format, terminal)
         return 0
     workload, system = problem.workload, problem.system
-    terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
-                              workload.describe()))
-    terminal.print(rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe()))
+    write([rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                      workload.describe()),
+           rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe())],
+          args.format, terminal)
     space = problem.cost_model.space
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
                    f"{', '.join(problem.objectives)}")
@@ -179,7 +184,7 @@ def _no_overrides(args, what: str) -> None:
 def _show_saved(args, kind: str) -> int:
     from optmap.report import (
         LAYER_ROWS,
-        console,
+        comparison_table,
         fmt,
         front_table,
         layer_table,
@@ -189,10 +194,11 @@ def _show_saved(args, kind: str) -> int:
         rows_table,
     )
     from optmap.saved import read_saved, result_from_json
+    from optmap.tabular import write
 
     _no_overrides(args, f"a saved {kind}")
     _, data = read_saved(args.file)
-    terminal = console()
+    terminal = format_console(args)
     if kind == "result":
         result = result_from_json(data)
         problem = (data.get("problem") or {}).get("name", args.file)
@@ -200,9 +206,7 @@ def _show_saved(args, kind: str) -> int:
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
         layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
-        for table in [result_table(result), front_table(result), plan, layers, *report_tables(result)]:
-            if table is not None:
-                terminal.print(table)
+        write([result_table(result), front_table(result), plan, layers, *report_tables(result)], args.format, terminal)
         if args.plot:
             from optmap.output import save
             from optmap.plots import plot_run
@@ -210,16 +214,18 @@ def _show_saved(args, kind: str) -> int:
             terminal.print(f"figure written to {save(args.plot, plot_run(result, problem), what='plot')}")
         return 0
     if kind == "comparison":
-        terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
-                                  f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
-                                  data["rows"]))
+        from optmap.cost import unit
+
+        write([comparison_table(f"{data.get('problem', args.file)}: {data['objective']} "
+                                f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
+                                data["rows"], unit(None, data["objective"]))], args.format, terminal)
         return 0
     from optmap.sweep.summary import axes, flat_rows
 
     rows = data["rows"]
     columns = list(dict.fromkeys(key for row in rows for key in row.get("objectives", {})))
     columns += list(dict.fromkeys(key for row in rows for key in row.get("derived", {})))
-    terminal.print(rows_table(data.get("title") or str(args.file), flat_rows(rows, columns)))
+    write([rows_table(data.get("title") or str(args.file), flat_rows(rows, columns))], args.format, terminal)
     if args.plot and rows:
         from optmap.output import save
         from optmap.sweep.plot import plot_sweep
@@ -239,7 +245,8 @@ def _show_model(args, reader: str) -> int:
     from optmap.errors import OptmapError
     from optmap.problem.common import call
     from optmap.problem.spec import parse_override
-    from optmap.report import console, rows_table
+    from optmap.report import rows_table
+    from optmap.tabular import write
 
     if args.fix:
         raise OptmapError(f"{args.file} is a model file: --fix applies to problem files")
@@ -258,8 +265,8 @@ def _show_model(args, reader: str) -> int:
     if "batch" not in options and batch is not None and batch.default is inspect.Parameter.empty:
         options["batch"] = 1
     workload = call(f"{args.file}: workload '{reader}'", entry, options, section_keys=("file",))
-    console().print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
-                               workload.describe()))
+    write([rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                      workload.describe())], args.format, format_console(args))
     return 0
 
 
