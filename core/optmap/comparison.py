@@ -59,11 +59,12 @@ class Comparison:
             "runs": [run.to_json() for run in self.runs],
         }
 
-    def json_text(self) -> str:
-        """The table and every run (mapping, report, history), as strict JSON."""
+    def json_text(self, provenance: dict[str, Any] | None = None) -> str:
+        """The table and every run (mapping, report, history), as strict JSON, with the
+        ``provenance`` of the file when given (:mod:`optmap.provenance`)."""
         from optmap.output import json_text
 
-        return json_text(self.to_json())
+        return json_text({**self.to_json(), **({"provenance": provenance} if provenance else {})})
 
     def csv_texts(self) -> tuple[str, str]:
         """The table, and every run's best-so-far history, as CSV texts."""

@@ -48,6 +48,7 @@ def _names(option: str, text: str, expected: str, digits: bool = False) -> list[
 def compare(args) -> int:
     from optmap.comparison import compare as run_comparison
     from optmap.output import save
+    from optmap.provenance import provenance
     from optmap.cost import unit
     from optmap.report import comparison_table
     from optmap.tabular import write
@@ -88,10 +89,11 @@ def compare(args) -> int:
                 layers.title = f"{name}: per-layer mapping"
                 tables.append(layers)
     write(tables, args.format, terminal)
+    made = provenance(args.argv, problem.host)
     if args.json == "-":
-        sys.stdout.write(table.json_text() + "\n")
+        sys.stdout.write(table.json_text(made) + "\n")
     elif json_out:
-        terminal.print(f"table and runs written to {save(json_out, table.json_text(), what='comparison')}")
+        terminal.print(f"table and runs written to {save(json_out, table.json_text(made), what='comparison')}")
     if csv_out:
         rows, history = table.csv_texts()
         if args.csv == "-":

@@ -50,6 +50,7 @@ def add_parser(commands) -> dict:
 
 def run(args) -> int:
     from optmap.output import exclusive, json_text, save
+    from optmap.provenance import provenance
     from optmap.report import LAYER_ROWS, front_table, layer_table, report_tables, result_table
     from optmap.run import SearchFailed, solve
     from optmap.tabular import write
@@ -78,12 +79,13 @@ def run(args) -> int:
     terminal = format_console(args, "--json -" if to_stdout else None)  # standard output: JSON or tables alone
 
     def keep(result, path: Path = out) -> str:
-        text = json_text({"problem": problem.spec, **result.to_json()})
+        text = json_text({"problem": problem.spec, **result.to_json(), "provenance": made})
         if to_stdout:
             sys.stdout.write(text + "\n")
             return "standard output"
         return str(save(path, text, fallbacks=[checkpoint.parent]))
 
+    made = provenance(args.argv, problem.host)
     progress = Progress(f"{engine}")
     with exclusive(out) if not to_stdout else contextlib.nullcontext():
         try:

@@ -88,11 +88,12 @@ def _default_out(files: list[str]):
 
 def sweep(args) -> int:
     from optmap.output import exclusive
+    from optmap.provenance import provenance
     from optmap.report import rows_table
     from optmap.sweep import plan, run
     from optmap.sweep.summary import flat_rows, markdown, pivot
 
-    load_plugins(args)
+    host = load_plugins(args)
     output_path(args.plot, "--plot", suffix=".png")
     output_path(args.markdown, "--markdown")
     if args.plot:
@@ -104,6 +105,7 @@ def sweep(args) -> int:
     study = plan(args.files, args.vary, args.variants, engines, _seeds(args), args.set, args.fix, plugins, off,
                  _baseline(args.baseline), args.out or _default_out(args.files))
     store, todo = study.store, study.todo
+    store.provenance = provenance(args.argv, host)
     terminal = format_console(args)
     done = len(study.points) - len(todo)
     how = f"{args.workers} local processes" if args.workers else f"Dask at {args.scheduler}" if args.scheduler else \
