@@ -152,10 +152,17 @@ def _bars(axes, data, refs) -> None:
         offsets = np.arange(len(names)) + (index - (len(data) - 1) / 2) * width
         position[label] = dict(zip(names, offsets))
         means = [float(np.mean(points[n])) if n in points else math.nan for n in names]
-        bars = axes.bar(offsets, means, width * 0.92, color=f"C{index % 10}", label=label)
+        axes.bar(offsets, means, width * 0.92, color=f"C{index % 10}", label=label)
         if len(names) * len(data) <= 24:
-            axes.bar_label(bars, labels=[f"{m:.3g}" if math.isfinite(m) else "" for m in means], fontsize=7, padding=2,
-                           rotation=90)  # upright: neighbouring bars' labels never overlap
+            ours = refs.get(label, {})
+            for x, name, mean in zip(offsets, names, means):
+                if not math.isfinite(mean):
+                    continue
+                reference = ours.get(name)
+                # upright (neighbours' labels never overlap), above the bar and above its reference diamond
+                top = mean if reference is None else max(mean, reference)
+                axes.annotate(f"{mean:.3g}", (x, top), xytext=(0, 2 if reference is None else 6),
+                              textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=7)
     axes.set_xticks(np.arange(len(names)))
     axes.set_xticklabels([str(n) for n in names], rotation=0 if len(names) <= 6 else 30)
     _references(axes, refs, list(data), lambda label, value: position[label][value])
