@@ -133,7 +133,7 @@ class DataTable(Table):
         for number, group in enumerate(groups, 1):
             columns = keys + group
             frame = 3 * len(columns) + 1
-            chosen = [extents[i] for i in columns]
+            chosen = [(readable[i], extents[i][1]) for i in columns]  # the group was packed at readable widths
             widths = _share(chosen, width - frame) if sum(n for _, n in chosen) + frame > width else None
             title = f"{self.title or 'table'} ({number}/{len(groups)})"
             yield self._part(columns, widths, title, self.caption if number == len(groups) else None)

@@ -46,9 +46,12 @@ class Operation:
 
 
 def stages_of(report: Any) -> list[Stage]:
-    """The stages a report exposes (empty when it has none): ``forward_s`` and ``backward_s``
-    where given, else all of ``seconds`` as the forward."""
+    """The stages a report exposes (empty when it has none, or its ``stages`` table has no
+    ``seconds`` column): ``forward_s`` and ``backward_s`` where given, else all of ``seconds``
+    as the forward."""
     rows = (getattr(report, "tables", None) or {}).get(STAGES_TABLE) or []
+    if not all(isinstance(row, dict) and "seconds" in row for row in rows):
+        return []
     stages = []
     for index, row in enumerate(rows):
         total = float(row.get("seconds") or 0.0)

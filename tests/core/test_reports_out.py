@@ -104,3 +104,20 @@ def test_1f1b_warms_up_with_p_minus_s_minus_1_forwards():
     # Narayanan §2.2.1: stage 0 of 4 runs 3 forwards, then alternates; the last stage alternates at once
     assert [k for k, _, _ in _order(4, 0, 8, "1f1b", 1)][:6] == ["F", "F", "F", "F", "B", "F"]
     assert [k for k, _, _ in _order(4, 3, 8, "1f1b", 1)][:4] == ["F", "B", "F", "B"]
+
+
+def test_a_saved_comparison_is_redrawn(tmp_path):
+    saved, figure = tmp_path / "c.json", tmp_path / "c.png"
+    assert main(["compare", QUICKSTART, "--search", "dp,accpar", "--json", str(saved)]) == 0
+    assert main(["show", str(saved), "--plot", str(figure)]) == 0
+    assert figure.read_bytes().startswith(PNG) and figure.stat().st_size > 10_000
+
+
+def test_a_stages_table_without_seconds_is_not_a_schedule():
+    from optmap.cost import CostReport
+    from optmap.timeline import stages_of
+
+    # the example plugin's table names its column stage_s: no timeline rather than zero-length boxes
+    assert stages_of(CostReport({"time": 1.0}, tables={"stages": [{"stage": 0, "stage_s": 1.0}]})) == []
+    two = stages_of(CostReport({"time": 1.0}, tables={"stages": [{"stage": "a", "seconds": 3.0, "forward_s": 1.0}]}))
+    assert two[0].forward == 1.0 and two[0].backward == 2.0

@@ -20,7 +20,7 @@ def add_parser(commands) -> dict:
     show_parser = commands.add_parser("show", help="show a problem's workload and system, a saved result "
                                       "(run --json, compare --json, sweep --out) or a model file")
     add_problem_arguments(show_parser)
-    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result or sweep: draw it again "
+    show_parser.add_argument("--plot", metavar="PNG", help="for a saved result, comparison or sweep: draw it again "
                              "(needs matplotlib)")
     show_parser.add_argument("--decisions", action="store_true",
                              help="for a problem: list every decision (the names --fix takes) and its values")
@@ -101,9 +101,9 @@ def show(args) -> int:
 
     kind = _file_kind(args)
     output_path(args.plot, "--plot", suffix=".png")
-    if args.plot and kind not in ("result", "sweep"):
-        raise OptmapError(f"--plot redraws a saved result or sweep; {args.file} is a {kind} file "
-                          f"(optmap compare --plot draws a comparison, optmap run --plot a run)")
+    if args.plot and kind not in ("result", "comparison", "sweep"):
+        raise OptmapError(f"--plot redraws a saved result or sweep (or comparison); {args.file} is a {kind} file "
+                          f"(optmap run --plot draws a run)")
     if args.decisions and kind != "problem":
         raise OptmapError(f"--decisions lists a problem's decisions; {args.file} is a {kind} file")
     if args.layers and kind != "result":
@@ -219,6 +219,15 @@ def _show_saved(args, kind: str) -> int:
         write([comparison_table(f"{data.get('problem', args.file)}: {data['objective']} "
                                 f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
                                 data["rows"], unit(None, data["objective"]))], args.format, terminal)
+        if args.plot:
+            from optmap.comparison import Comparison
+            from optmap.output import save
+
+            runs = [result_from_json(run) for run in data.get("runs") or []]
+            table = Comparison(data.get("problem", ""), data["objective"], data.get("baseline"),
+                               float(data.get("best_known") or "nan"), data.get("best_known_source", ""), runs,
+                               data["rows"])
+            terminal.print(f"convergence plot written to {save(args.plot, table.plot(), what='plot')}")
         return 0
     from optmap.sweep.summary import axes, flat_rows
 
