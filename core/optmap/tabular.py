@@ -25,7 +25,7 @@ from rich.text import Text
 
 FORMATS = ("rich", "markdown", "csv", "json")
 PIPED_WIDTH = 100  # columns of output that is not a terminal, unless COLUMNS says otherwise
-READABLE = 24  # a split table keeps text columns at least this wide where their text is longer
+READABLE = 40  # a split table keeps text columns at least this wide where their text is longer
 WORD_LIMIT = 16  # a word of text longer than this may be folded to let its column narrow
 DIGITS = 4  # significant digits of a number on the terminal and in markdown
 _PREFIXES = {-8: "y", -7: "z", -6: "a", -5: "f", -4: "p", -3: "n", -2: "µ", -1: "m",
