@@ -15,10 +15,10 @@ The console's width is the terminal's; for piped output, ``COLUMNS`` or :data:`P
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import sys
 from typing import Any, Sequence
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -40,7 +40,8 @@ def console(stderr: bool = False) -> Console:
 
 
 def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number (numpy's too, whose bool is not one), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def compact(value: Any) -> str:
@@ -52,8 +53,9 @@ def compact(value: Any) -> str:
         return "-"
     if not is_number(value):
         return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    value = float(value)
     if math.isinf(value) or value == 0:
         return str(value) if value else "0"
     if 1e-3 <= abs(value) < 1e4:
