@@ -32,10 +32,10 @@ _PREFIXES = {-8: "y", -7: "z", -6: "a", -5: "f", -4: "p", -3: "n", -2: "µ", -1:
              1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E", 7: "Z", 8: "Y"}
 
 
-def console(stderr: bool = False) -> Console:
-    """A rich console: the terminal's width, else ``COLUMNS``, else :data:`PIPED_WIDTH` columns."""
+def console(stderr: bool = False, piped_width: int = PIPED_WIDTH) -> Console:
+    """A rich console: the terminal's width, else ``COLUMNS``, else ``piped_width`` columns."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else PIPED_WIDTH
+    width = None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else piped_width
     return Console(stderr=stderr, highlight=False, markup=False, width=width)
 
 
@@ -142,14 +142,17 @@ class DataTable(Table):
 
 
 def _share(extents: list[tuple[int, int]], room: int) -> list[int]:
-    """Column widths from the narrowest ones, the room left given in proportion to what each
-    column lacks of its natural width (never more); below the narrowest, in proportion too."""
+    """Column widths that fit ``room``: every column at its natural width, then the widest ones
+    narrowed one character at a time (never below their narrowest), so short columns stay whole;
+    if even the narrowest do not fit, all in proportion."""
     least = [low for low, _ in extents]
     if sum(least) > room:  # not even the narrowest fit (one column group too wide): squeeze all
         return [max(1, low * room // sum(least)) for low in least]
-    spare, wants = room - sum(least), [high - low for low, high in extents]
-    extra = [min(want, spare * want // max(sum(wants), 1)) for want in wants]
-    return [low + more for low, more in zip(least, extra)]
+    widths = [high for _, high in extents]
+    while sum(widths) > room:
+        widest = max((i for i in range(len(widths)) if widths[i] > least[i]), key=lambda i: widths[i])
+        widths[widest] -= 1
+    return widths
 
 
 def markdown(table: DataTable) -> str:

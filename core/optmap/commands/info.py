@@ -30,6 +30,11 @@ def add_parser(commands) -> dict:
     return {"plugins": plugins, "validate": validate, "show": show, "schema": schema}
 
 
+# Piped, `optmap plugins` keeps one line per registered name (scripts read it line by line), unless
+# COLUMNS says otherwise.
+LISTING_WIDTH = 220
+
+
 def plugins(args) -> int:
     from rich.table import Table
     from rich.text import Text
@@ -52,7 +57,7 @@ def plugins(args) -> int:
         table.add_row(Text("failed", style="red"), name, entry.plugin, host.plugins.get(entry.plugin, ""), cell(reason))
     for name, reason in host.failures.items():
         table.add_row(Text("failed", style="red"), name, name, host.plugins.get(name, ""), cell(reason))
-    console().print(table)
+    console(piped_width=LISTING_WIDTH).print(table)
     if broken:
         from optmap.errors import OptmapError
 
