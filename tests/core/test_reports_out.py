@@ -47,7 +47,8 @@ def test_report_writes_one_html_page_with_its_figures_and_tables(quickstart_resu
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
     assert len(images) >= 2 and all(base64.b64decode(image).startswith(PNG) for image in images)
     saved = json.loads(quickstart_result.read_text())
-    assert "<caption>per-layer mapping</caption>" in text
+    assert "<caption>per-layer mapping</caption>" in text and "<caption>plan</caption>" in text
+    assert all(f">{key}<" in text for key in saved["report"]["plan"]["shares"])  # AccPar's share per level
     assert all(f">{row['name']}<" in text for row in saved["report"]["layers"])  # every layer's row
     assert 'src="http' not in text and "<link" not in text  # self-contained: nothing fetched
 
