@@ -80,11 +80,12 @@ class Comparison:
                    data.get("best_known_source", "best found"), [result_from_json(run) for run in data["runs"]],
                    list(data["rows"]), tuple(data.get("senses") or ("min",)), bool(data.get("interrupted", False)))
 
-    def json_text(self) -> str:
-        """The table and every run (mapping, report, history), as strict JSON."""
+    def json_text(self, provenance: dict[str, Any] | None = None) -> str:
+        """The table and every run (mapping, report, history), as strict JSON, with the
+        ``provenance`` of the file when given (:mod:`optmap.provenance`)."""
         from optmap.output import json_text
 
-        return json_text(self.to_json())
+        return json_text({**self.to_json(), **({"provenance": provenance} if provenance else {})})
 
     def csv_texts(self) -> tuple[str, str]:
         """The table, and every run's best-so-far history, as CSV texts."""

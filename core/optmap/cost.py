@@ -55,9 +55,24 @@ class CostReport:
     objective); ``plan`` is a JSON-friendly description of the decisions; ``layers`` the
     per-layer breakdown; ``tables`` any other breakdown as named tables of rows (one dict per
     row, the same keys in each: per pipeline stage, per device, per accelerator set), which
-    ``optmap run`` prints and the JSON result keeps. ``children`` holds the reports of the
-    formulations a composite one nests (per pipeline stage: ``{"stage1": CostReport, ...}``),
-    shown by ``run`` / ``show`` and kept, nested, in the JSON result.
+    ``optmap run`` prints and the JSON result keeps. Column names carry their unit
+    (``"seconds"``, ``"GiB"``, ``"stage us"``).
+
+    Stages (a convention every formulation that runs layers in pipeline stages follows, so that
+    ``optmap show RESULT --plot`` draws its schedule, :mod:`optmap.timeline`, and composite
+    formulations can read their parts' stages):
+
+    - ``tables["stages"]``: one row per stage in pipeline order, with ``stage`` (its label, e.g.
+      ``"FPGA 3"`` or ``"2: layers 13-24"``) and ``seconds`` (one micro-batch through the stage,
+      forward and backward with its transfers: the ``t_s`` of :func:`optmap.schedule.pipeline_time`);
+      optionally ``forward_s`` and ``backward_s``, its two passes (without them the whole of
+      ``seconds`` is drawn as one box per micro-batch);
+    - in ``plan``: ``micro_batches`` (``m``, default 1), ``schedule`` (``"1f1b"`` or ``"gpipe"``,
+      default ``"1f1b"``) and ``interleaving`` (model chunks per device, ``v``, default 1).
+
+    ``children`` holds the reports of the formulations a composite one nests (per pipeline
+    stage: ``{"stage1": CostReport, ...}``), shown by ``run`` / ``show`` and kept, nested, in
+    the JSON result.
     """
 
     metrics: dict[str, float]

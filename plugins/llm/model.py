@@ -238,12 +238,24 @@ class Megatron3DCostModel(CostModel):
                   "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
+        tables["stages"] = self._stages(plan, cols, m)
         if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
                           plan={**plan, "micro_batches": m if m == int(m) else None,
                                 "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
-                                "calibrated_accelerator": self.calibrated})
+                                "calibrated_accelerator": self.calibrated, "schedule": "1f1b"})
+
+    def _stages(self, plan: dict, cols: dict, m: float) -> list[dict]:
+        """The pipeline stages (optmap.cost.CostReport's convention), each priced as the slowest:
+        per micro-batch, the forward and everything else timing.evaluate charges m times."""
+        p = plan["pipeline_parallel"]
+        per_micro_batch = sum(cols[k] for k in timing.PARTS if k not in ("bubble_s", "dp_comm_s", "optimizer_s")) / m
+        forward = cols["forward_s"] / m
+        per_stage = self.config.layers / p
+        return [{"stage": f"{s + 1}: layers {math.floor(s * per_stage) + 1}-{math.floor((s + 1) * per_stage)}",
+                 "seconds": per_micro_batch, "forward_s": forward, "backward_s": per_micro_batch - forward}
+                for s in range(p)]
 
     def _reason(self, plan: dict, cols: dict) -> str:
         t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]

@@ -357,7 +357,9 @@ class MarsCostModel(CostModel):
         return CostReport(metrics=metrics, feasible=metrics["memory_fraction"] <= 1.0 and np.isfinite(metrics["time"]),
                           reason="" if metrics["memory_fraction"] <= 1.0 else "a set exceeds its DRAM (Sec. III)",
                           layers=tuple(self._rows(plan)), plan=described,
-                          tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]]})
+                          tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]],
+                                  "stages": [{"stage": row["set"], "seconds": row["latency_s"] + row["inbound_s"]}
+                                             for row in described["sets"]]})
 
     # --- reporting ------------------------------------------------------------------------------
     def design_name(self, candidate: int, design: int) -> str:

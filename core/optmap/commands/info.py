@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 
 from optmap.commands.common import (
+    add_format_argument,
     add_problem_arguments,
+    format_console,
     load_plugins,
     load_problem,
     output_path,
@@ -25,8 +27,14 @@ def add_parser(commands) -> dict:
     show_parser.add_argument("--decisions", action="store_true",
                              help="for a problem: list every decision (the names --fix takes) and its values")
     show_parser.add_argument("--layers", choices=["all"], help="for a saved result: print every layer's row")
+    add_format_argument(show_parser)
     commands.add_parser("schema", help="print the JSON Schema of problem files")
     return {"plugins": plugins, "validate": validate, "show": show, "schema": schema}
+
+
+# Piped, `optmap plugins` keeps one line per registered name (scripts read it line by line), unless
+# COLUMNS says otherwise.
+LISTING_WIDTH = 220
 
 
 def plugins(args) -> int:
@@ -51,7 +59,7 @@ def plugins(args) -> int:
         table.add_row(Text("failed", style="red"), name, entry.plugin, host.plugins.get(entry.plugin, ""), cell(reason))
     for name, reason in host.failures.items():
         table.add_row(Text("failed", style="red"), name, name, host.plugins.get(name, ""), cell(reason))
-    console().print(table)
+    console(piped_width=LISTING_WIDTH).print(table)
     if broken:
         from optmap.errors import OptmapError
 
@@ -108,7 +116,8 @@ def validate(args) -> int:
 
 def show(args) -> int:
     from optmap.errors import OptmapError
-    from optmap.report import console, rows_table
+    from optmap.report import rows_table
+    from optmap.tabular import write
 
     kind = _file_kind(args)
     output_path(args.plot, "--plot", suffix=".png")
@@ -122,16 +131,17 @@ def show(args) -> int:
     if kind != "problem":
         return _show_saved(args, kind) if kind in ("result", "comparison", "sweep") else _show_model(args, kind)
     problem = load_problem(args)
-    terminal = console()
+    terminal = format_console(args)
     if args.decisions:
-        terminal.print(rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
-                                  _decision_rows(problem.space)))
+        write([rows_table(f"{problem.name}: {len(problem.cost_model.space)} decisions (--fix NAME=VALUE)",
+                          _decision_rows(problem.space))], args.format, terminal)
         return 0
     workload, system = problem.workload, problem.system
-    terminal.print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
-                              workload.describe()))
-    terminal.print(workload.totals())
-    terminal.print(rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe()))
+    write([rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                      workload.describe())], args.format, terminal)
+    terminal.print(workload.totals())  # labelled lines; on standard error with --format (messages go there)
+    write([rows_table(f"system: {system.topology}, {system.count} accelerators", system.describe())],
+          args.format, terminal)
     space = problem.cost_model.space
     terminal.print(f"design space: {len(space)} decisions, {space.size:.4g} points; objectives: "
                    f"{', '.join(problem.objectives)}")
@@ -197,7 +207,7 @@ def _no_overrides(args, what: str) -> None:
 def _show_saved(args, kind: str) -> int:
     from optmap.report import (
         LAYER_ROWS,
-        console,
+        comparison_table,
         fmt,
         front_table,
         layer_table,
@@ -207,10 +217,11 @@ def _show_saved(args, kind: str) -> int:
         rows_table,
     )
     from optmap.saved import read_saved, result_from_json
+    from optmap.tabular import write
 
     _no_overrides(args, f"a saved {kind}")
     _, data = read_saved(args.file)
-    terminal = console()
+    terminal = format_console(args)
     if kind == "result":
         result = result_from_json(data)
         problem = (data.get("problem") or {}).get("name", args.file)
@@ -218,9 +229,7 @@ def _show_saved(args, kind: str) -> int:
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
         layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
-        for table in [result_table(result), front_table(result), plan, layers, *report_tables(result)]:
-            if table is not None:
-                terminal.print(table)
+        write([result_table(result), front_table(result), plan, layers, *report_tables(result)], args.format, terminal)
         if args.plot:
             from optmap.output import save
             from optmap.plots import plot_run
@@ -228,9 +237,11 @@ def _show_saved(args, kind: str) -> int:
             terminal.print(f"figure written to {save(args.plot, plot_run(result, problem), what='plot')}")
         return 0
     if kind == "comparison":
-        terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
-                                  f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
-                                  data["rows"]))
+        from optmap.cost import unit
+
+        write([comparison_table(f"{data.get('problem', args.file)}: {data['objective']} "
+                                f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
+                                data["rows"], unit(None, data["objective"]))], args.format, terminal)
         if args.plot:
             from optmap.comparison import Comparison
             from optmap.output import save
@@ -243,7 +254,7 @@ def _show_saved(args, kind: str) -> int:
     rows = data["rows"]
     columns = list(dict.fromkeys(key for row in rows for key in row.get("objectives", {})))
     columns += list(dict.fromkeys(key for row in rows for key in row.get("derived", {})))
-    terminal.print(rows_table(data.get("title") or str(args.file), flat_rows(rows, columns)))
+    write([rows_table(data.get("title") or str(args.file), flat_rows(rows, columns))], args.format, terminal)
     if args.plot and rows:
         from optmap.output import save
         from optmap.sweep.plot import plot_sweep
@@ -263,7 +274,8 @@ def _show_model(args, reader: str) -> int:
     from optmap.errors import OptmapError
     from optmap.problem.common import call
     from optmap.problem.spec import parse_override
-    from optmap.report import console, rows_table
+    from optmap.report import rows_table
+    from optmap.tabular import write
 
     if args.fix:
         raise OptmapError(f"{args.file} is a model file: --fix applies to problem files")
@@ -282,9 +294,10 @@ def _show_model(args, reader: str) -> int:
     if "batch" not in options and batch is not None and batch.default is inspect.Parameter.empty:
         options["batch"] = 1
     workload = call(f"{args.file}: workload '{reader}'", entry, options, section_keys=("file",))
-    console().print(rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
-                               workload.describe()))
-    console().print(workload.totals())
+    terminal = format_console(args)
+    write([rows_table(f"workload {workload.name}: batch {workload.batch}, {workload.dtype}, {workload.phase}",
+                      workload.describe())], args.format, terminal)
+    terminal.print(workload.totals())
     return 0
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 
 from optmap.commands.common import (
+    add_format_argument,
     add_parallel_arguments,
     disabled,
+    format_console,
     load_plugins,
     output_path,
     seed_argument,
@@ -43,6 +45,7 @@ def add_parser(commands) -> dict:
     parser.add_argument("--y", metavar="METRIC[,METRIC]", help="what the figure and table show "
                         "(default: the speedup, else the objective)")
     parser.add_argument("--markdown", metavar="FILE.md", help="also write the figure as a markdown table")
+    add_format_argument(parser)
     add_parallel_arguments(parser)
     return {"sweep": sweep}
 
@@ -85,11 +88,12 @@ def _default_out(files: list[str]):
 
 def sweep(args) -> int:
     from optmap.output import exclusive
-    from optmap.report import console, rows_table
+    from optmap.provenance import provenance
+    from optmap.report import rows_table
     from optmap.sweep import plan, run
     from optmap.sweep.summary import flat_rows, markdown, pivot
 
-    load_plugins(args)
+    host = load_plugins(args)
     output_path(args.plot, "--plot", suffix=".png")
     output_path(args.markdown, "--markdown")
     if args.plot:
@@ -101,7 +105,8 @@ def sweep(args) -> int:
     study = plan(args.files, args.vary, args.variants, engines, _seeds(args), args.set, args.fix, plugins, off,
                  _baseline(args.baseline), args.out or _default_out(args.files))
     store, todo = study.store, study.todo
-    terminal = console()
+    store.provenance = provenance(args.argv, host)
+    terminal = format_console(args)
     done = len(study.points) - len(todo)
     how = f"{args.workers} local processes" if args.workers else f"Dask at {args.scheduler}" if args.scheduler else \
         "this process"
@@ -123,7 +128,9 @@ def sweep(args) -> int:
     if len(set(columns) | set(metrics)) <= 6:
         columns = list(dict.fromkeys(columns + metrics))
     if study.rows:
-        terminal.print(rows_table(study.title, flat_rows(study.rows, columns)))
+        from optmap.tabular import write
+
+        write([rows_table(study.title, flat_rows(study.rows, columns))], args.format, terminal)
         terminal.print(f"rows written to {store.csv_path} and {store.json_path}")
     if study.foreign:
         rows = "1 row" if study.foreign == 1 else f"{study.foreign} rows"

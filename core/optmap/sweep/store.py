@@ -54,6 +54,7 @@ class Store:
         self.json_path = base.with_name(base.name + ".json")
         self.csv_path = base.with_name(base.name + ".csv")
         self.title = title
+        self.provenance: dict[str, Any] | None = None  # of the latest sweep that wrote it (optmap.provenance)
         self.rows: dict[str, dict[str, Any]] = {}
         if self.json_path.exists():
             self.rows = self._read()
@@ -79,7 +80,8 @@ class Store:
 
     def write(self) -> None:
         rows = list(self.rows.values())
-        for path, text in ((self.json_path, json_text({"format": FORMAT, "title": self.title, "rows": rows})),
+        for path, text in ((self.json_path, json_text({"format": FORMAT, "title": self.title, "rows": rows,
+                                                    **({"provenance": self.provenance} if self.provenance else {})})),
                            (self.csv_path, to_csv(rows))):
             try:
                 atomic_write(path, text)

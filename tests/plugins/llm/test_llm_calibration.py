@@ -41,5 +41,5 @@ def test_table1_interleaves_as_the_paper_did():
             assert ("interleaving" not in run.fixed) if pipelined else run.fixed["interleaving"] == 1, run.label
         if run.source == "narayanan-t2":
             assert run.fixed["interleaving"] == 1
-    free = [c for c in calibration.cases(["narayanan-t1"]) if c.run.label == "145.6B / 1536"][0]
+    free = [c for c in calibration.cases(["narayanan-t1"], host=load_host()) if c.run.label == "145.6B / 1536"][0]
     assert len(free.allowed["interleaving"]) > 1
