@@ -183,6 +183,6 @@ class PipelineCostModel(CostModel):
             reasons.append(f"stage {straddles[0]} holds devices of several groups (set cross_groups = true to allow it)"
                            if straddles else "a stage's memory (its micro-batches in flight included) exceeds its "
                                              "devices'")
-        plan = {"stages": key[0], "microbatches": key[3], "schedule": self.schedule, "inner": self.inner_name,
+        plan = {"stages": key[0], "micro_batches": key[3], "schedule": self.schedule, "inner": self.inner_name,
                 "stage_layers": [r["layers"] for r in rows], "stage_devices": [r["devices"] for r in rows]}
         return CostReport(values, feasible, "; ".join(reasons), tuple(layers), plan, {"stages": rows}, children)
