@@ -59,8 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    from optmap.output import DISPLACED_EXIT, displaced
+
+    displaced.clear()
     try:
-        return functions[args.command](args)
+        code = functions[args.command](args)
+        if code == 0 and displaced:  # done, but an output is not where it was asked for
+            where = ", ".join(f"{asked} -> {written}" for asked, written in displaced)
+            print(f"note: exit status {DISPLACED_EXIT}: not written where asked ({where})", file=sys.stderr)
+            return DISPLACED_EXIT
+        return code
     except OptmapError as exc:
         if args.debug:
             raise

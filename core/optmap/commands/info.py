@@ -194,8 +194,8 @@ def _show_saved(args, kind: str) -> int:
     _, data = read_saved(args.file)
     terminal = console()
     if kind == "result":
-        result = result_from_json(data)
-        problem = (data.get("problem") or {}).get("name", args.file)
+        result = result_from_json(data, str(args.file))
+        problem = (data.get("problem") or {}).get("name") or str(args.file)
         terminal.print(f"saved result of {problem}: {len(result.extra['mapping'])} decisions, "
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
@@ -210,7 +210,7 @@ def _show_saved(args, kind: str) -> int:
             terminal.print(f"figure written to {save(args.plot, plot_run(result, problem), what='plot')}")
         return 0
     if kind == "comparison":
-        terminal.print(rows_table(f"{data.get('problem', args.file)}: {data['objective']} "
+        terminal.print(rows_table(f"{data['problem'] or args.file}: {data['objective']} "
                                   f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
                                   data["rows"]))
         return 0

@@ -44,6 +44,7 @@ class Study:
     derived: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
     complete: bool = True
+    signal: int = 2  # what interrupted an incomplete sweep (SIGINT; SIGTERM is 15)
 
     @property
     def todo(self) -> list[Point]:
@@ -143,7 +144,8 @@ def run(study: Study, workers: int | None = None, scheduler: str | None = None, 
 
     jobs = [task(point, tuple(plugins), tuple(disabled)) for point in study.todo]
     try:
-        study.complete = run_tasks(jobs, record, workers, scheduler)
+        study.complete = run_tasks(jobs, record, workers, scheduler, on_stop=lambda signum: setattr(study, "signal",
+                                                                                                   signum))
     finally:
         summarise(study)
     return study
