@@ -225,8 +225,12 @@ def describe(model: type[BaseModel], error: dict) -> str:
     given = error.get("input")
     if kind == "missing":
         return f"key '{key}' is missing" + (f" (expected {expected})" if expected else "")
-    if kind == "value_error":  # a model's own check: its message names the key
-        return " ".join(str(error.get("ctx", {}).get("error", error["msg"])).split())
+    if kind == "value_error":  # a model's own check: "SUBKEY: what is wrong", or just what is wrong
+        message = " ".join(str(error.get("ctx", {}).get("error", error["msg"])).split())
+        head, sep, rest = message.partition(": ")
+        if sep and head.replace(".", "").replace("_", "").isalnum():
+            return f"key '{key_path((*loc, head)) if loc else head}': {rest}"
+        return f"key '{key}': {message}" if loc else message
     if kind.endswith("_type") or kind in ("literal_error", "finite_number") or not expected:
         what = expected if kind != "finite_number" else "a finite number"
         return f"key '{key}': expected {what or error['msg']}, got {_short(given)}"
