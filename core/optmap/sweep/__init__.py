@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from optmap.errors import OptmapError
-from optmap.sweep.design import Point, parse_vary, points
+from optmap.sweep.design import Point, grid_size, parse_vary, points
 from optmap.sweep.execute import run_tasks, task
-from optmap.sweep.store import Store
+from optmap.sweep.store import Store, check_out
 from optmap.sweep.summary import axes, derive
 from optmap.sweep.sweepfile import SweepFile, read_sweep_file
 
@@ -106,7 +106,16 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
          engines: Sequence[str] = (), seeds: Sequence[int] = (), overrides: Sequence[str] = (),
          fixes: Sequence[str] = (), plugins: Sequence[str] = (), disabled: Sequence[str] = (),
          baseline: dict[str, Any] | None = None, out: str | Path = "sweep") -> Study:
-    """The sweep's points, checked (every file, variant and engine builds), and its output store."""
+    """The sweep's points, checked (every file, variant and engine builds), and its output store.
+
+    The grammar is checked whole before anything is built: the output, the files, the engine
+    names, and the grid's size (:func:`~optmap.sweep.design.grid_size`)."""
+    check_out(out)
+    if not files:
+        raise OptmapError("a sweep needs at least one problem file")
+    bad = next((name for name in engines if not isinstance(name, str) or not name.strip()), None)
+    if bad is not None:
+        raise OptmapError(f"engines: {bad!r} is not an engine name (optmap plugins lists them)")
     config = read_sweep_file(variants) if variants else SweepFile()
     grid = dict(config.vary)
     given = [parse_vary(text) for text in vary]
@@ -119,6 +128,7 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
     chosen = list(seeds) or config.seeds or [None]
     if baseline:
         config.baseline = baseline
+    grid_size(len(files), len(config.variants), list(grid.items()), len(names), len(chosen))
     grid_points = points(list(files), list(grid.items()), config.variants, names, chosen, list(overrides),
                          list(fixes), config.cumulative)
     unique = list({point.id: point for point in grid_points}.values())
