@@ -34,6 +34,9 @@ def check_out(out: str | Path) -> Path:
     path = Path(text)
     if text.endswith(("/", "\\")) or path.name in ("", ".", "..") or path.is_dir():
         raise OptmapError(f"--out {text}: is a folder; give a file stem inside it, e.g. --out {path / 'sweep'}")
+    parent = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    if parent is not None:
+        raise OptmapError(f"--out {text}: {parent} is a file, not a folder; choose another --out")
     for name in (".json", ".csv"):
         if stem(path).with_name(stem(path).name + name).is_dir():
             raise OptmapError(f"--out {text}: {stem(path).name + name} is a folder; choose another --out")
