@@ -234,8 +234,16 @@ def describe(model: type[BaseModel], error: dict) -> str:
     if kind.endswith("_type") or kind in ("literal_error", "finite_number") or not expected:
         what = expected if kind != "finite_number" else "a finite number"
         return f"key '{key}': expected {what or error['msg']}, got {_short(given)}"
+    bound = next(((sign, error.get("ctx", {}).get(name)) for name, sign in BOUNDS.items() if kind == BOUND_TYPES[name]),
+                 None)
+    if bound is not None and isinstance(bound[1], (int, float)):
+        return f"key '{key}': expected {expected} {bound[0]} {bound[1]:g}, got {_short(given)}"
     message = " ".join(str(error["msg"]).split())
     return f"key '{key}': {message[:1].lower() + message[1:]}, got {_short(given)}"
+
+
+BOUNDS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+BOUND_TYPES = {"gt": "greater_than", "ge": "greater_than_equal", "lt": "less_than", "le": "less_than_equal"}
 
 
 def key_path(loc: tuple) -> str:
