@@ -56,6 +56,11 @@ def result_from_json(data: dict[str, Any], where: str = "saved result"):
     from optmap.search import HistoryPoint, SearchResult
 
     check(ResultFile, data, where)
+    nan = float("nan")
+
+    def numbers(table: dict[str, Any]) -> dict[str, float]:  # null (not reported) is NaN again, as in the run
+        return {key: nan if value is None else value for key, value in (table or {}).items()}
+
     report = None
     if data.get("report"):
         raw = data["report"]
@@ -68,15 +73,14 @@ def result_from_json(data: dict[str, Any], where: str = "saved result"):
         layers = tuple(LayerCost(row["name"], number(row, "compute_s"), number(row, "communication_s"),
                                  number(row, "memory_bytes"), {k: v for k, v in row.items() if k not in fixed})
                        for row in raw.get("layers", []))
-        report = CostReport(raw.get("metrics", {}), raw.get("feasible", True), raw.get("reason", ""), layers,
+        report = CostReport(numbers(raw.get("metrics", {})), raw.get("feasible", True), raw.get("reason", ""), layers,
                             raw.get("plan", {}), raw.get("tables", {}))
-    nan = float("nan")
     history = [HistoryPoint(int(e or 0), nan if s is None else float(s), nan if b is None else float(b))
                for e, s, b in data.get("history", [])]
     objectives = tuple(data["objectives"] if data.get("objectives") is not None else data["values"])
     return SearchResult(
-        engine=data["engine"], seed=data["seed"], objectives=objectives, best=None, values=data["values"],
-        report=report, front=[(entry.get("mapping"), entry.get("values", {})) for entry in data.get("front") or []],
+        engine=data["engine"], seed=data["seed"], objectives=objectives, best=None, values=numbers(data["values"]),
+        report=report, front=[(entry.get("mapping"), numbers(entry.get("values"))) for entry in data.get("front") or []],
         history=history, evaluations=data.get("evaluations", 0),
         seconds=data.get("seconds", 0.0), stopped=data.get("stopped", "?"),
         extra={**data.get("extra", {}), "mapping": data.get("mapping") or {}},

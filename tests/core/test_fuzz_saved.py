@@ -116,16 +116,17 @@ def originals(tmp_path_factory) -> dict[str, dict]:
 @pytest.mark.parametrize("kind", ["r", "c", "s"])
 def test_show_of_damaged_saved_files(originals, kind, tmp_path_factory, capsys, monkeypatch):
     @examples(40)
-    @given(data=damaged(originals[kind]))
-    def check(data):
+    @given(data=damaged(originals[kind]), plot=st.booleans())
+    def check(data, plot):
         folder = tmp_path_factory.mktemp("show")
         monkeypatch.chdir(folder)
         file = folder / "saved.json"
         file.write_text(json.dumps(data))
         before = file.read_bytes()
-        within_a_minute(["show", str(file)], capsys)
+        plot = plot and kind != "c"  # a comparison is redrawn by compare --plot, not show
+        code, _ = within_a_minute(["show", str(file), *(["--plot", "again.png"] if plot else [])], capsys)
         assert file.read_bytes() == before
-        assert [p.name for p in folder.iterdir()] == ["saved.json"]
+        assert {p.name for p in folder.iterdir()} - {"saved.json"} <= ({"again.png"} if plot and code == 0 else set())
 
     check()
 
