@@ -206,6 +206,8 @@ def test_refit_writes_through_the_safe_writer_and_names_its_measurements(tmp_pat
     (["--search", "dp,dp"], "'dp' is listed twice"),
     (["--out", "."], "--out .: is a folder"),
     (["--out", ""], "--out '': give a file stem"),
+    # every value of an axis is built before anything runs (the first value alone was before)
+    (["--vary", "workload.batch=8,-1"], "the sweep's point workload.batch=-1: "),
 ])
 def test_sweep_grammar_is_checked_whole_before_anything_runs(tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)

@@ -84,18 +84,34 @@ class Study:
         return save(path, image, what="plot")
 
 
+CHECKED_POINTS = 200  # points built before a sweep runs: every file and variant, then every axis value
+
+
 def _validate(study: Study, engines: list[str | None], plugins, disabled) -> None:
-    """Build the first point of every problem file and variant, and every named engine on it."""
+    """Build the first point of every problem file and variant (and every named engine on it),
+    then the first point with each value of each varied key, so that a value no point can run
+    (``--vary workload.batch=8,-1``) is refused before anything runs. At most
+    :data:`CHECKED_POINTS` are built; a point beyond them that fails is a row with its error."""
     from optmap.problem import build_problem
     from optmap.run import make_engine
 
-    seen = set()
+    chosen: dict[tuple, Point] = {}
     for point in study.points:
-        key = (point.file, point.coords["variant"])
-        if key in seen:
+        chosen.setdefault((point.file, point.coords["variant"]), point)
+    firsts = len(chosen)
+    for point in study.points:
+        for key in point.axes:
+            if key not in ("problem", "variant", "engine", "seed") and len(chosen) < CHECKED_POINTS:
+                chosen.setdefault((point.file, point.coords["variant"], key, repr(point.coords[key])), point)
+    for index, point in enumerate(chosen.values()):
+        where = ", ".join(f"{key}={value}" for key, value in point.coords.items()
+                          if key not in ("problem", "engine", "seed") and value is not None)
+        try:
+            problem = build_problem(copy.deepcopy(point.spec), Path(point.file), tuple(plugins), tuple(disabled))
+        except OptmapError as exc:
+            raise OptmapError(f"the sweep's point {where}: {exc}" if where else str(exc)) from None
+        if index >= firsts:
             continue
-        seen.add(key)
-        problem = build_problem(copy.deepcopy(point.spec), Path(point.file), tuple(plugins), tuple(disabled))
         for engine in engines:
             make_engine(problem, engine or problem.search.engine)
         if not study.objectives:
