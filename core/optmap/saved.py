@@ -80,7 +80,8 @@ def result_from_json(data: dict[str, Any], where: str = "saved result"):
     objectives = tuple(data["objectives"] if data.get("objectives") is not None else data["values"])
     return SearchResult(
         engine=data["engine"], seed=data["seed"], objectives=objectives, best=None, values=numbers(data["values"]),
-        report=report, front=[(entry.get("mapping"), numbers(entry.get("values"))) for entry in data.get("front") or []],
+        report=report,
+        front=[(entry.get("mapping"), numbers(entry.get("values"))) for entry in data.get("front") or []],
         history=history, evaluations=data.get("evaluations", 0),
         seconds=data.get("seconds", 0.0), stopped=data.get("stopped", "?"),
         extra={**data.get("extra", {}), "mapping": data.get("mapping") or {}},

@@ -126,7 +126,8 @@ def test_a_sweep_rerun_refuses_a_damaged_store_before_running_anything(saved, tm
     store.write_text(json.dumps(data))
     before = store.read_bytes()
     # a grid with a point not in the store: before issue 26 it ran, then crashed reading the store
-    code = main(["sweep", str(LENET), "--vary", "workload.batch=8,16,32", "--search", "dp", "--out", str(tmp_path / "s")])
+    code = main(["sweep", str(LENET), "--vary", "workload.batch=8,16,32", "--search", "dp",
+                 "--out", str(tmp_path / "s")])
     line = one_error(code, capsys.readouterr().err)
     assert message in line and "another --out" in line
     assert store.read_bytes() == before and not (tmp_path / "s.csv").exists()
@@ -137,8 +138,8 @@ def test_a_sweep_rerun_refuses_a_damaged_store_before_running_anything(saved, tm
 def measurement_file() -> dict:
     """16 timings: GEMMs at 500 GFLOP/s + 4 µs and training convolutions at 400 GFLOP/s + 20 µs
     (made up, positive, enough for the fit's 9 parameters)."""
-    rows = [{"family": "gemm", "group": "gemm", "label": f"{m}x{n}x{k}", "op": "gemm", "shape": {"m": m, "n": n, "k": k},
-             "passes": "forward", "seconds": 2 * m * n * k / 5e11 + 4e-6, "split": 1}
+    rows = [{"family": "gemm", "group": "gemm", "label": f"{m}x{n}x{k}", "op": "gemm",
+             "shape": {"m": m, "n": n, "k": k}, "passes": "forward", "seconds": 2 * m * n * k / 5e11 + 4e-6, "split": 1}
             for m, n, k in itertools.product((64, 256, 1024), (64, 512), (128, 1024))]
     rows += [{"family": "conv-batch", "group": "vgg16", "label": f"conv {b} {c}", "op": "conv2d",
               "shape": {"batch": b, "cin": c, "cout": c, "in_hw": 256, "out_hw": 256, "kernel": 9, "aligned": True},
@@ -224,7 +225,8 @@ def test_a_grid_just_over_the_limit_is_refused_and_one_at_it_counted(tmp_path):
 
     vary = [("a", ["1"] * 100), ("b", ["1"] * 100)]
     assert grid_size(1, 0, vary, 1, 1) == GRID_LIMIT  # 100 × 100 = 10,000: allowed
-    with pytest.raises(OptmapError, match=r"20,000 points \(100 values of a × 50 values of b × 2 engines × 2 seeds\)"):
+    product = r"20,000 points \(100 values of a × 50 values of b × 2 engines × 2 seeds\)"
+    with pytest.raises(OptmapError, match=product):
         grid_size(1, 0, [("a", ["1"] * 100), ("b", ["1"] * 50)], 2, 2)  # 100 × 50 × 2 × 2 = 20,000
 
 

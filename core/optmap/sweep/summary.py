@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -103,13 +104,20 @@ def series_label(row: dict[str, Any], series: list[str]) -> str:
                      for key in series) or str(coords.get("engine"))
 
 
+def x_value(row: dict[str, Any], x: str) -> Any:
+    """The row's value on the x axis, usable as a key: a list or table (``system.shape = [4, 2]``)
+    as its JSON text; None where the row lacks the coordinate (a row of another sweep)."""
+    value = coordinates(row).get(x)
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
+
+
 def groups(rows: list[dict[str, Any]], x: str, series: list[str], y: str) -> dict[str, dict[Any, list[float]]]:
     """{series label: {x value: [y of each seed]}}, in first-seen order."""
     out: dict[str, dict[Any, list[float]]] = {}
     for row in rows:
         if row.get("error"):
             continue
-        out.setdefault(series_label(row, series), {}).setdefault(coordinates(row).get(x), []).append(value_of(row, y))
+        out.setdefault(series_label(row, series), {}).setdefault(x_value(row, x), []).append(value_of(row, y))
     return out
 
 
@@ -119,7 +127,7 @@ def references_for(rows, references, x: str, series: list[str], y: str) -> dict[
     for row in rows:
         for reference in references:
             if y in reference.values and reference.matches(coordinates(row)):
-                out.setdefault(series_label(row, series), {})[coordinates(row).get(x)] = reference.values[y]
+                out.setdefault(series_label(row, series), {})[x_value(row, x)] = reference.values[y]
     return out
 
 
@@ -146,7 +154,7 @@ def pivot(rows, x: str, series: list[str], y: str, references=()) -> list[dict[s
     a cell with a reference value reads ``ours / reference``."""
     data = groups(rows, x, series, y)
     refs = references_for(rows, references, x, series, y)
-    xs = list(dict.fromkeys(coordinates(row).get(x) for row in rows))
+    xs = list(dict.fromkeys(x_value(row, x) for row in rows))
     out = []
     for value in xs:
         entry: dict[str, Any] = {x: value}
