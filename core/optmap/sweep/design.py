@@ -16,7 +16,9 @@ Decisions:
   take the value. The row keeps the key as written.
 - Variants (``[[variants]]`` in a sweep file) are named sets of overrides; ``cumulative = true``
   makes a ladder, each variant adding its overrides to those of the variants before it.
-- The grid is the product problems × variants × varied keys (in order) × engines × seeds.
+- The grid is the product problems × variants × varied keys (in order) × engines × seeds. Its
+  size is counted (:func:`grid_size`) before any point is built: over :data:`GRID_LIMIT` points,
+  an axis without values, or more than :data:`RANGE_LIMIT` values in one ``--vary`` is an error.
 """
 
 from __future__ import annotations
