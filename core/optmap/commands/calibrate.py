@@ -247,6 +247,10 @@ def run(args) -> int:
         raise OptmapError(f"calibrate: --repeats must be >= 1, got {args.repeats}")
     if args.threads < 1:
         raise OptmapError(f"calibrate: --threads must be >= 1, got {args.threads}")
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:  # the fit's least squares
+        raise OptmapError("optmap calibrate fits with SciPy: pip install 'optmap[calibrate]'")
     console = Console(stderr=True, highlight=False, markup=False)
     if args.refit:
         measurements, source = read_measurements(args.refit), Path(args.refit)
