@@ -31,7 +31,6 @@ SWEEP_FORMAT = "optmap-sweep/1"
 Number = Optional[float]
 Count = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0)]
-Scalar = Optional[str | float | bool]
 
 
 class Saved(BaseModel):

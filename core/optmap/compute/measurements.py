@@ -12,7 +12,8 @@ ceilings and one row per timed operation::
 ``family`` names what was varied (``gemm``, ``conv-batch``, ``conv-in``, ``conv-out``), ``group``
 the unit held out together when checking a fit (a network, a hidden size), ``split`` how many
 ways the operation was cut (1: unsplit). ``seconds`` is timed around the operation alone
-(:func:`optmap.compute.isolated_time`).
+(:func:`optmap.compute.isolated_time`). :func:`read_measurements` checks the whole file against
+:class:`MeasurementFile` before anything is fitted.
 """
 
 from __future__ import annotations
