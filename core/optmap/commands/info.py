@@ -188,6 +188,7 @@ def _show_saved(args, kind: str) -> int:
         result_table,
         rows_table,
     )
+    from optmap.errors import OptmapError
     from optmap.saved import read_saved, result_from_json
 
     _no_overrides(args, f"a saved {kind}")
@@ -225,7 +226,10 @@ def _show_saved(args, kind: str) -> int:
         from optmap.sweep.plot import plot_sweep
 
         x, series, numeric = axes(rows)
-        ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1]
+        metrics = list(dict.fromkeys(key for row in rows for key in row.get("metrics", {})))
+        ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1] or metrics[:1]
+        if not ys:
+            raise OptmapError(f"--plot: no row of {args.file} reports an objective or metric to draw")
         image = plot_sweep(rows, x, series, ys, numeric, (), data.get("title", ""))
         terminal.print(f"figure written to {save(args.plot, image, what='plot')}")
     return 0
