@@ -58,7 +58,8 @@ def test_finished_search_survives_an_unwritable_output(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("")
     code, out, err = run_cli(["run", LENET, "--json", tmp_path / "afile" / "r.json", "--quiet"], capsys)
-    assert code == 0 and "saved it to" in err
+    # issue 26: saved elsewhere, said where, and exit status 3 (was 0), so a script notices
+    assert code == 3 and "saved it to" in err
     saved = Path(err.split("saved it to ")[1].split(" instead")[0])
     assert json.loads(saved.read_text())["values"]["time"] > 0
 

@@ -216,6 +216,7 @@ def _show_saved(args, kind: str) -> int:
         result_table,
         rows_table,
     )
+    from optmap.errors import OptmapError
     from optmap.saved import read_saved, result_from_json
     from optmap.tabular import write
 
@@ -223,8 +224,8 @@ def _show_saved(args, kind: str) -> int:
     _, data = read_saved(args.file)
     terminal = format_console(args)
     if kind == "result":
-        result = result_from_json(data)
-        problem = (data.get("problem") or {}).get("name", args.file)
+        result = result_from_json(data, str(args.file))
+        problem = (data.get("problem") or {}).get("name") or str(args.file)
         terminal.print(f"saved result of {problem}: {len(result.extra['mapping'])} decisions, "
                        f"{len(result.history)} history points")
         plan = plan_table(result.report.plan) if result.report else None
@@ -239,7 +240,7 @@ def _show_saved(args, kind: str) -> int:
     if kind == "comparison":
         from optmap.cost import unit
 
-        write([comparison_table(f"{data.get('problem', args.file)}: {data['objective']} "
+        write([comparison_table(f"{data.get('problem') or args.file}: {data['objective']} "
                                 f"({data.get('best_known_source', 'best')} {fmt(data.get('best_known'))})",
                                 data["rows"], unit(None, data["objective"]))], args.format, terminal)
         if args.plot:
@@ -260,7 +261,10 @@ def _show_saved(args, kind: str) -> int:
         from optmap.sweep.plot import plot_sweep
 
         x, series, numeric = axes(rows)
-        ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1]
+        metrics = list(dict.fromkeys(key for row in rows for key in row.get("metrics", {})))
+        ys = [c for c in columns if c.startswith("speedup_over_")] or columns[:1] or metrics[:1]
+        if not ys:
+            raise OptmapError(f"--plot: no row of {args.file} reports an objective or metric to draw")
         image = plot_sweep(rows, x, series, ys, numeric, (), data.get("title", ""))
         terminal.print(f"figure written to {save(args.plot, image, what='plot')}")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
 from optmap.commands.common import (
@@ -48,6 +50,39 @@ def add_parser(commands) -> dict:
     add_format_argument(parser)
     add_parallel_arguments(parser)
     return {"sweep": sweep}
+
+
+@contextlib.contextmanager
+def _sigterm_stops(study):
+    """SIGTERM outside a point's search stops the sweep as Ctrl-C does (inside one, the search's
+    own handler stops it), and the exit status says which: 128 + the signal."""
+    def stop(signum, frame):
+        study.signal = signum
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _engines(text: str | None) -> list[str]:
+    """``--search A,B``: engine names, none of them empty."""
+    if text is None:
+        return []
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise OptmapError(f"--search '{text}': expected comma-separated engine names, e.g. dp,owt "
+                          f"(optmap plugins lists them)")
+    repeated = [name for name in names if names.count(name) > 1]
+    if repeated:
+        raise OptmapError(f"--search '{text}': '{repeated[0]}' is listed twice; list each once")
+    return names
 
 
 def _seeds(args) -> list[int]:
@@ -101,9 +136,8 @@ def sweep(args) -> int:
 
         pyplot()  # a missing matplotlib is said before anything runs
     plugins, off = tuple(args.plugin or ()), disabled(args)
-    engines = [name.strip() for name in (args.search or "").split(",") if name.strip()]
-    study = plan(args.files, args.vary, args.variants, engines, _seeds(args), args.set, args.fix, plugins, off,
-                 _baseline(args.baseline), args.out or _default_out(args.files))
+    study = plan(args.files, args.vary, args.variants, _engines(args.search), _seeds(args), args.set, args.fix,
+                 plugins, off, _baseline(args.baseline), _default_out(args.files) if args.out is None else args.out)
     store, todo = study.store, study.todo
     store.provenance = provenance(args.argv, host)
     terminal = format_console(args)
@@ -115,7 +149,7 @@ def sweep(args) -> int:
                    + (f"; running {len(todo)} in {how}" if todo else ""))
     progress = _Progress(len(todo), study.objectives)
     try:
-        with exclusive(store.json_path):  # a second sweep on the same output is refused
+        with _sigterm_stops(study), exclusive(store.json_path, "--out"):  # a second sweep on one output is refused
             run(study, args.workers, args.scheduler, plugins, off, on_row=progress.update)
     except KeyboardInterrupt:
         study.complete = False
@@ -149,7 +183,7 @@ def sweep(args) -> int:
         left = len(study.points) - sum(store.done(point.id) for point in study.points)
         print(f"interrupted: {left} of {len(study.points)} points left; rerun the same command to run only those",
               file=sys.stderr)
-        return 130
+        return 128 + int(study.signal)  # as optmap run: 130 after Ctrl-C, 143 after SIGTERM
     if failed:
         print(f"{len(failed)} points failed (see the error column): {failed[0]['error']}; "
               f"a rerun tries them again", file=sys.stderr)

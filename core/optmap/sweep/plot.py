@@ -50,7 +50,8 @@ def styles(rows: list[dict[str, Any]], series: list[str]) -> dict[str, tuple[int
         if len(series) < 2:
             out[label] = (len(out), 0)
             continue
-        first, rest = repr(coords[series[0]]), repr([coords[key] for key in series[1:]])
+        # a row of another sweep in the same file lacks this sweep's keys: None
+        first, rest = repr(coords.get(series[0])), repr([coords.get(key) for key in series[1:]])
         out[label] = (colours.setdefault(first, len(colours)), kinds.setdefault(rest, len(kinds)))
     return out
 
