@@ -76,7 +76,9 @@ class Comparison:
         """A saved comparison (``compare --json``) again, to redraw its figure."""
         from optmap.saved import result_from_json
 
-        return cls(data.get("problem", "?"), data["objective"], data.get("baseline"), float(data["best_known"]),
+        best = data.get("best_known")
+        return cls(data.get("problem") or "?", data["objective"], data.get("baseline"),
+                   float("nan") if best is None else float(best),
                    data.get("best_known_source", "best found"), [result_from_json(run) for run in data["runs"]],
                    list(data["rows"]), tuple(data.get("senses") or ("min",)), bool(data.get("interrupted", False)))
 
