@@ -138,6 +138,13 @@ class PipelineCostModel(CostModel):
         }
         return metrics, parts
 
+    def prepare(self, rows: int) -> None:
+        """Let the inner formulation set itself up once for a search of ``rows`` plans (AccPar
+        loads its compiled kernel), off the search's clock (``Evaluator.prepare``)."""
+        prepare = getattr(self.template, "prepare", None)
+        if callable(prepare):
+            prepare(rows)
+
     def allowed(self, built, stages: int) -> bool:
         """Whether a stage's devices may come from several groups (``cross_groups``)."""
         return self.cross_groups or stages == 1 or built.groups == 1
