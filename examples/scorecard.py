@@ -71,7 +71,8 @@ def render(claims: list, quick: bool, seconds: float) -> str:
     ]
     for seed in dict.fromkeys(c.seed for c in claims):
         mine = Counter(c.status for c in claims if c.seed == seed)
-        lines.append(f"| [{seed}](#{seed}) | {sum(mine.values())} | " + " | ".join(str(mine[s]) for s in STATUSES) + " |")
+        cells = " | ".join(str(mine[s]) for s in STATUSES)
+        lines.append(f"| [{seed}](#{seed}) | {sum(mine.values())} | {cells} |")
     lines.append(f"| **all** | **{total}** | " + " | ".join(f"**{counts[s]}**" for s in STATUSES) + " |")
     share = (counts["reproduced"] + counts["close"]) / total if total else 0.0
     lines += ["", f"Reproduced or close: **{share:.0%}** of {total} claims.", ""]

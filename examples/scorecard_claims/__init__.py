@@ -9,12 +9,15 @@ import importlib
 SEEDS = ("accpar", "fpdeep", "acctfm", "dsm", "mars", "llm")
 
 
-def collect(seeds=SEEDS, quick: bool = False, progress=None) -> list:
-    """Every claim of ``seeds`` (a list of :class:`~scorecard_claims.card.Claim`)."""
+def collect(seeds=SEEDS, quick: bool = False, ci_only: bool = False, progress=None) -> list:
+    """Every claim of ``seeds`` (a list of :class:`~scorecard_claims.card.Claim`); with ``ci_only``,
+    only the rows marked ``ci`` (each module then computes only the groups that hold them)."""
     out = []
     for seed in seeds:
         module = importlib.import_module(f"{__name__}.{seed}")
-        rows = module.claims(quick)
+        rows = module.claims(quick, ci_only=ci_only)
+        if ci_only:
+            rows = [c for c in rows if c.ci]
         if progress:
             progress(seed, rows)
         out += rows

@@ -8,7 +8,7 @@ from functools import lru_cache
 import optmap
 import reproduce_accpar as rep
 
-from .card import Claim, finding
+from .card import Claim, finding, in_ci
 
 DOC = "docs/reproductions/accpar.md"
 SHARES = (f"{DOC} § Where and why we differ, 1 (share_scaling = \"linear\", Eq. 10 read literally, "
@@ -71,7 +71,7 @@ def fig7() -> list[Claim]:
     half = len(levels) // 2
     return [
         Claim("accpar", "Fig. 7 (AlexNet, 7 levels): fc1-fc3 use Type-II and Type-III", "Fig. 7 text",
-              "holds", finding(all(t in ("II", "III") for t in fc)), kind="finding", ci=True,
+              "holds", finding(all(t in ("II", "III") for t in fc)), kind="finding",
               detail=f"FC types over the 7 levels: {' '.join(fc)}"),
         Claim("accpar", "Fig. 7: convolutions mostly Type-I, but not solely", "Fig. 7 text", "holds",
               finding(0.5 < conv_types.count("I") / len(conv_types) < 1.0), kind="finding",
@@ -82,14 +82,14 @@ def fig7() -> list[Claim]:
     ]
 
 
-def claims(quick: bool) -> list[Claim]:
+def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
     out = []
     for array, label in (("hetero", "128 TPU-v2 + 128 TPU-v3"), ("homog", "128 TPU-v3")):
         section = "§6.2, Fig. 5" if array == "hetero" else "§6.3, Fig. 6"
         for engine, name in (("owt", "OWT"), ("hypar", "HyPar"), ("accpar", "AccPar")):
             hetero_accpar = array == "hetero" and engine == "accpar"
             out.append(Claim("accpar", f"{label}: {name} geomean speedup over DP (9 models)", section,
-                             rep.PAPER_GEOMEAN[array][engine], geomean(array, engine), unit="x", ci=True,
+                             rep.PAPER_GEOMEAN[array][engine], geomean(array, engine), unit="x",
                              detail=(f"share_scaling = \"linear\": {geomean(array, 'linear'):.2f}x"
                                      if hetero_accpar else ""),
                              explanation=EQ10 if hetero_accpar else "", sensitivity=SHARES if hetero_accpar else ""))
@@ -97,8 +97,8 @@ def claims(quick: bool) -> list[Claim]:
     ordered = all(row["owt"] <= row["hypar"] * 1.001 and row["hypar"] <= row["accpar"] * 1.001
                   for array in ("hetero", "homog") for row in table(array).values())
     out.append(Claim("accpar", "OWT ≤ HyPar ≤ AccPar on every model and both arrays", "§6.2-6.3, Figs. 5-6",
-                     "holds", finding(ordered), kind="finding", ci=True))
+                     "holds", finding(ordered), kind="finding"))
     vgg_beats = all(min(family_range("vgg", e)) > max(family_range("resnet", e)) for e in ("owt", "hypar", "accpar"))
     out.append(Claim("accpar", "ResNet speedups are lower than VGG ones for every scheme", "§6.2 text", "holds",
                      finding(vgg_beats), kind="finding"))
-    return out + fig7()
+    return in_ci(out + fig7())  # every AccPar row is cheap (18 problems, ~1 s each)

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import reproduce_dsm as rep
 
-from .card import Claim, finding
+from .card import Claim, finding, in_ci
 
 DOC = "docs/reproductions/dsm.md"
 DIFFER = f"{DOC} § Where we differ from the paper, and why"
@@ -69,15 +69,14 @@ def ladder_claims(mbs: tuple[int, ...]) -> list[Claim]:
     v, r, g = facts["vgg16"], facts["resnet50"], facts["gnmt"]
     out += [
         Claim("dsm", "VGG16 DSM on the symmetric torus: utilisation at N_mb = 256", "Fig. 11a, §V-A1", 0.57,
-              v["base"], ci=True),
+              v["base"]),
         Claim("dsm", "VGG16 +Hybrid gain (largest over N_mb)", "Fig. 11a, §V-A1", (3.0, 12.0),
               100 * (v["hybrid"] - 1), kind="range", unit="%", explanation=TORUS, sensitivity=DIFFER),
         Claim("dsm", "VGG16 best training utilisation", "Fig. 11a, §V-A1", 0.79, v["best"][0],
               detail=f"N_mb {v['best'][1]} ({explored})",
               explanation="Our FC layers stay rotation-bound (utilisation 0.02-0.05, Fig. 13 table), which caps "
               "VGG16 below the paper's best.", sensitivity=LADDER_DOC),
-        Claim("dsm", "VGG16 overall boost (best / DSM-sym at 256)", "Fig. 11a, abstract", 1.36, v["boost"], unit="x",
-              ci=True),
+        Claim("dsm", "VGG16 overall boost (best / DSM-sym at 256)", "Fig. 11a, abstract", 1.36, v["boost"], unit="x"),
         Claim("dsm", "ResNet50 +Hybrid gain at N_mb 256-512 (largest)", "Fig. 11b, §V-A1", (10.0, 18.0),
               100 * (r["hybrid"] - 1), kind="range", unit="%", explanation=RESNET, sensitivity=DIFFER),
         Claim("dsm", "ResNet50 +Mem-Opt over +Hybrid at N_mb = 512", "Fig. 11b, §V-A1", 55.0,
@@ -108,7 +107,7 @@ def ladder_claims(mbs: tuple[int, ...]) -> list[Claim]:
     never_slower = all(train(net, mb, b)["time"] <= train(net, mb, a)["time"] * (1 + 1e-9)
                        for net in rep.NETS for mb in mbs for a, b in zip(steps, steps[1:]))
     out.append(Claim("dsm", "each optimisation of the training ladder never slows a network down", "Fig. 11a-c",
-                     "holds", finding(never_slower), kind="finding", ci=True,
+                     "holds", finding(never_slower), kind="finding",
                      explanation="a ladder step slower than the one before it (a search or modelling error)",
                      sensitivity=LADDER_DOC))
     return out
@@ -120,12 +119,11 @@ def fig12_claims() -> list[Claim]:
     convs = sorted({t for name, t in layers.items() if name.startswith("CONV")})
     return [
         Claim("dsm", "VGG16 (N_mb 512): every convolution data parallel", "Fig. 12, §V-B", "Data", "/".join(convs),
-              kind="finding", ci=True),
+              kind="finding"),
         Claim("dsm", "VGG16: FCON1 (most of the weights) model parallel", "Fig. 12, §V-B", "Model", layers["FCON1"],
               kind="finding", explanation=FCON1, sensitivity=f"{DIFFER} (--fix classifier.0:par=Model scores it)"),
         Claim("dsm", "VGG16: FCON2 DataXModelY", "Fig. 12, §V-B", "DataXModelY", layers["FCON2"], kind="finding"),
-        Claim("dsm", "VGG16: FCON3 DataXModelY", "Fig. 12, §V-B", "DataXModelY", layers["FCON3"], kind="finding",
-              ci=True),
+        Claim("dsm", "VGG16: FCON3 DataXModelY", "Fig. 12, §V-B", "DataXModelY", layers["FCON3"], kind="finding"),
     ]
 
 
@@ -160,6 +158,9 @@ def torus_claim() -> Claim:
                  sensitivity=f"{DOC} § What \"+Hybrid\" mixes")
 
 
-def claims(quick: bool) -> list[Claim]:
+def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
+    """Every claim; with ``ci_only``, only the group holding the ``ci`` rows (one exploration)."""
+    if ci_only:
+        return in_ci(fig12_claims())
     mbs = (256, 1024) if quick else rep.MINIBATCHES
-    return ladder_claims(mbs) + fig12_claims() + inference_claims() + [torus_claim()]
+    return ladder_claims(mbs) + in_ci(fig12_claims()) + inference_claims() + [torus_claim()]
