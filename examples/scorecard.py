@@ -87,9 +87,12 @@ def render(claims: list, quick: bool, seconds: float) -> str:
         notes = [(i, c) for i, c in enumerate(mine, 1) if c.status != "reproduced"]
         if notes:
             lines += ["", "Why the other rows differ:", ""]
+            first: dict[str, int] = {}  # an explanation shared by several rows is written once
             for i, c in notes:
+                why = f"as row {first[c.explanation]}." if c.explanation in first else c.explanation
+                first.setdefault(c.explanation, i)
                 study = f" *Study:* {c.sensitivity}." if c.status == "differs" else ""
-                lines.append(f"- **{i}** ({c.status}): {c.explanation}{study}")
+                lines.append(f"- **{i}** ({c.status}): {why}{study}")
         lines.append("")
     return "\n".join(lines)
 

@@ -15,15 +15,16 @@ WHY = f"{DOC} § Why our numbers differ from the paper's"
 STUDY = f"{DOC} § Sensitivity (not defaults): cost.halo = true, cost.aggregate = \"max\" (examples/reproduce_mars.py)"
 QUICK_BUDGET = (("pop1", 8), ("gens1", 4), ("pop2", 8), ("gens2", 4))  # reproduce_mars.py --quick
 SPATIAL_FREE = ("An H/W split needs no communication in the reconstructed cost model (halo exchange off, note §6.11) "
-                "and sets run one after the other, so a layer is fastest on the most devices: every model ends on "
-                "one 8-FPGA set, where the baseline's 2 × 2 splits pay All-Reduces and re-layouts. Charging halos "
-                "or pipelining the sets does not bring back the paper's 2-4 FPGA sets (sensitivity table).")
+                "and sets run one after the other, so a layer is fastest on the most devices: MARS takes sets of 4 "
+                "or 8 FPGAs with H/W splits wherever the feature map allows (set sizes: the sets row), where the "
+                "baseline's 2 × 2 splits pay All-Reduces and re-layouts. Charging halos or pipelining the sets "
+                "does not bring back the paper's 2-4 FPGA sets (sensitivity table).")
 DESIGNS = ("The paper gives no equations for its designs; with Table II's parameters the reconstructed Winograd "
            "design delivers 2,304 effective MAC/cycle on 3×3 convolutions, the systolic array 1,144 and SuperLIP "
            "448, so SuperLIP is never the fastest design on any layer (issue 24: the reconstruction is being "
            "checked against the designs' own papers).")
 ABSOLUTE = ("The paper's latencies come from ASTRA-Sim with the designs' unpublished analytical models; ours are "
-            "relative to a baseline priced by the same reconstructed model, and our MARS plans use every FPGA.")
+            "relative to a baseline priced by the same reconstructed model.")
 
 
 @lru_cache(maxsize=None)
