@@ -14,8 +14,7 @@ from .card import Claim, finding, in_ci
 
 DOC = "docs/reproductions/llm.md"
 A100_PEAK_TFLOPS = 312.0  # bf16 dense, NVIDIA A100 datasheet (MFU's denominator)
-FITTED = ("(the two A100 constants are fitted on the Megatron-LM sources together; held out by source the "
-          f"error is ~2 % mean, {DOC} § Errors)")
+FITTED = "a fitted run: the two A100 constants are fitted on the Megatron-LM runs (held out by source: ~2 % mean)"
 DEEPSPEED = ("MT-NLG ran on DeepSpeed's pipeline engine, not Megatron-LM's; the model predicts Megatron-LM for the "
              "same plan and is never fitted to these runs, so a ~20 % gap is the engines' difference.")
 TP_LINKS = ("The links of a plan price every tensor-parallel group like the one at rank 0, so TP 6 or 12 groups "
@@ -66,7 +65,7 @@ def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
         out.append(Claim("llm", f"{label}: iteration time, selective recomputation + sequence parallelism",
                          "Korthikanti et al. 2022, Table 5", case.run.measured_s,
                          predict("korthikanti-t5", f"{label} sel+sp")[0], unit="s",
-                         detail=f"fitted source {FITTED}", explanation=f"within the fit's spread {FITTED}"))
+                         detail=FITTED, explanation=f"within the fit's spread; {FITTED}"))
     full, sel = (predict("korthikanti-t5", f"530B {k}")[0] for k in ("full", "sel+sp"))
     measured = {k: cases()["korthikanti-t5", f"530B {k}"].run.measured_s for k in ("full", "sel+sp")}
     paper = measured["full"] / measured["sel+sp"]
@@ -80,7 +79,7 @@ def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
                      "Korthikanti et al. 2022, abstract", 54.2, mfu_530b_2240(), unit="%",
                      detail="tflops_per_gpu counts model FLOPs (no recomputation), Korthikanti's MFU numerator; "
                      "plan 8 × 35 × 8, batch 2,240 (assumed)",
-                     explanation=f"selective + sequence-parallel runs come out a few % fast {FITTED}"))
+                     explanation=f"selective + sequence-parallel runs come out a few % fast; {FITTED}"))
     sizes = {row[0]: row for row in TABLE1}
     for billions in (1.7, 145.6, 1008.0):
         _, _, _, _, t, p, n, _, tflops = sizes[billions]
@@ -88,8 +87,8 @@ def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
         out.append(Claim("llm", f"{billions:g}B on {n:,} GPUs (TP {t} × PP {p}): teraFLOP/s per GPU (Eq. 3, "
                          "recomputation counted)", "Narayanan et al. SC'21, Table 1", tflops,
                          tflops_eq3("narayanan-t1", label), unit="TFLOP/s",
-                         detail=f"Eq. 3 FLOPs / (GPUs × predicted time) {FITTED}",
-                         explanation=f"micro-batch not reported; the planner's choice is optimistic {FITTED}"))
+                         detail=f"Eq. 3 FLOPs / (GPUs × predicted time); {FITTED}",
+                         explanation=f"micro-batch not reported; the planner's choice is optimistic; {FITTED}"))
     for name, n, tflops in (("gpt3-175b", 1536, 141), ("turing-530b", 2240, 159)):
         out.append(Claim("llm", f"{name} on {n:,} GPUs, PTD-P: teraFLOP/s per GPU", "Narayanan et al. SC'21, "
                          "Table 2", tflops, tflops_eq3("narayanan-t2", f"{name} / {n}"), unit="TFLOP/s",
