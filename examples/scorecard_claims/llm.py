@@ -76,9 +76,9 @@ def claims(quick: bool, ci_only: bool = False) -> list[Claim]:
                      explanation="the selective + sequence-parallel runs come out 3-5 % fast while full "
                      f"recomputation is within 2 %, which inflates the gain ({DOC} § Errors)",
                      sensitivity=f"{DOC} § Variants"))
-    out.append(Claim("llm", "530B on 2,240 GPUs: model-FLOP utilisation (the report's tflops_per_gpu / 312)",
+    out.append(Claim("llm", "530B on 2,240 GPUs: model-FLOP utilisation (the report's model_tflops_per_gpu / 312)",
                      "Korthikanti et al. 2022, abstract", 54.2, mfu_530b_2240(), unit="%",
-                     detail="tflops_per_gpu counts model FLOPs (no recomputation), Korthikanti's MFU numerator; "
+                     detail="model_tflops_per_gpu counts model FLOPs (no recomputation), Korthikanti's MFU numerator; "
                      "plan 8 × 35 × 8, batch 2,240 (assumed)",
                      explanation=f"selective + sequence-parallel runs come out a few % fast; {FITTED}"))
     sizes = {row[0]: row for row in TABLE1}
