@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optmap.errors import OptmapError
-
 from optmap.cli import main
+from optmap.errors import OptmapError
 from optmap.plugins.mars.h2h import computation_prioritised
 from optmap.problem import build_problem, load
 from optmap.run import solve
