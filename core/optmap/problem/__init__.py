@@ -141,6 +141,7 @@ NAMED = (("workload", "model", "workload"), ("system", "topology", "topology"), 
 def _left_out_first(where: str, tables: dict[str, dict], host: Host) -> None:
     """A name that only a left-out plugin provides (one that needs a disabled or missing plugin)
     refuses the problem before anything is built, in one line naming both plugins."""
+    tables = {name: table if isinstance(table, dict) else {} for name, table in tables.items()}  # a failed one: {}
     groups = tables["system"].get("groups")
     named = [(f"[{section_name}] {key}", kind, tables[section_name].get(key)) for section_name, key, kind in NAMED]
     named += [("[[system.groups]] accelerator", "accelerator", group.get("accelerator"))
