@@ -61,12 +61,17 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute) -> np.ndarray
     return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, full))
 
 
+def in_flight_micro_batches(p, v, m) -> np.ndarray:
+    """Micro-batches whose activations the first pipeline stage holds at once (Korthikanti
+    §4.2.3): ``min(p, m)`` under 1F1B, ``p·(1 + (p-1)/(p·v))`` interleaved (:mod:`optmap.schedule`)."""
+    p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
+    return np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
+
+
 def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     """Layer-micro-batches of activations the first pipeline stage holds (Korthikanti §4.2.3): its
-    ``L/p`` layers times the micro-batches it keeps in flight under 1F1B (:mod:`optmap.schedule`)."""
-    p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
-    micro_batches = np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
-    return layers / p * micro_batches
+    ``L/p`` layers times the micro-batches it keeps in flight (:func:`in_flight_micro_batches`)."""
+    return layers / np.asarray(p, dtype=float) * in_flight_micro_batches(p, v, m)
 
 
 def static_bytes(params, sharded, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

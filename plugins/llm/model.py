@@ -2,15 +2,16 @@
 
 Decisions (one categorical variable each; the choices are the sizes that can divide the model):
 ``tensor_parallel`` (divisors of the heads, key/value heads and d_ff), ``pipeline_parallel``
-(divisors of the layers), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
+(sizes that split the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
-device, divisors of the layers up to ``max_interleaving``), ``recompute`` (none / selective /
+device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
 full), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass).
 
 A plan is valid when tensor × pipeline × data GPUs fit in the system (``use_all_gpus``: equal
-it), data × micro-batch divides the batch, and an interleaved schedule (v > 1) has p > 1, layers
-divisible by p·v and micro-batches divisible by p (Megatron-LM's requirements). Sequence
+it), data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
+micro-batches divisible by p (Megatron-LM's requirements), and the layers split over the p·v
+model chunks (:mod:`.stages`: evenly, or with shorter first and last stages as Megatron-Core allows). Sequence
 parallelism without tensor parallelism, and sharding or overlap without data parallelism, change
 nothing (Megatron ignores them). A valid plan is feasible when its memory per GPU fits.
 
@@ -35,7 +36,7 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import memory, timing
+from . import memory, stages, timing
 from .cluster import plan_links
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
@@ -89,6 +90,7 @@ class Megatron3DCostModel(CostModel):
         compute: Literal["fitted", "shared"] = "fitted",
         gemm_efficiency: Fraction | None = None,
         memory_efficiency: Fraction | None = None,
+        uneven_stages: Literal["balanced", "any", "never"] = "balanced",
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -104,7 +106,10 @@ class Megatron3DCostModel(CostModel):
         plugin's roofline, calibrated on published Megatron-LM runs (A100) and H100 measurements,
         whose fractions ``gemm_efficiency`` / ``memory_efficiency`` override, or ``shared`` the
         project's compute model (``optmap.compute``) with the accelerator's measured calibration
-        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`)."""
+        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``uneven_stages`` which splits of
+        the layers over pipeline stages a plan may use (``balanced``: even, or first and last
+        stages one layer short where embedding and loss count as layers; ``any``: also any
+        pipeline size up to the layers; ``never``: even only; :mod:`.stages`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError('the megatron-3d cost model plans a transformer; use [workload] model = "transformer"')
         cfg = workload.config
@@ -122,6 +127,8 @@ class Megatron3DCostModel(CostModel):
                 raise OptmapError(f"[cost] {name} must be >= 1, got {value}")
         if not recompute or any(r not in memory.RECOMPUTE for r in recompute):
             raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
+        if uneven_stages not in stages.UNEVEN_STAGES:
+            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, got {uneven_stages!r}")
         if memory_reserve_gib < 0:
             raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
         for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency)):
@@ -154,15 +161,15 @@ class Megatron3DCostModel(CostModel):
         self.options = timing.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
-                                      memory_reserve=gib_to_bytes(memory_reserve_gib))
+                                      memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages)
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((
             categorical("tensor_parallel", divisors(width, self.n)),
-            categorical("pipeline_parallel", divisors(cfg.layers, self.n)),
+            categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),
             categorical("data_parallel", divisors(self.batch, self.n)),
             categorical("microbatch_size", divisors(self.batch, max_microbatch)),
-            categorical("interleaving", divisors(cfg.layers, max_interleaving)),
+            categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
             categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute)),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
@@ -199,7 +206,8 @@ class Megatron3DCostModel(CostModel):
         return {
             "gpus": (gpus != self.n) if self.use_all_gpus else (gpus > self.n),
             "batch": np.mod(self.batch, d * b) != 0,
-            "interleaving": (v > 1) & ((p == 1) | (np.mod(self.config.layers, p * v) != 0) | (np.mod(m, p) != 0)),
+            "interleaving": (v > 1) & ((p == 1) | (np.mod(m, p) != 0)),
+            "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
         }
 
     def links(self, plans: timing.Plans) -> timing.Links:
@@ -209,9 +217,9 @@ class Megatron3DCostModel(CostModel):
     def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
-        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"]
+        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
-        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"], 1.0, plans.vp)})
+        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
@@ -240,8 +248,20 @@ class Megatron3DCostModel(CostModel):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
                           plan={**plan, "micro_batches": m if m == int(m) else None,
-                                "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
+                                **self.stage_layers(plan["pipeline_parallel"], plan["interleaving"]),
                                 "calibrated_accelerator": self.calibrated})
+
+    def stage_layers(self, p: int, v: int) -> dict:
+        """Transformer layers per pipeline stage of a plan (:mod:`.stages`): ``layers_per_stage`` (a
+        middle stage's; the common count when even) and, when uneven, the first and last stages'
+        and chunks'."""
+        lay = stages.split(self.config.layers, p, v, self.options.uneven_stages)
+        first, middle, last = (float(np.asarray(x)) for x in (lay.first_device, lay.middle_device, lay.last_device))
+        if first == middle == last:
+            return {"layers_per_stage": first}
+        return {"layers_per_stage": middle if p > 2 else first, "layers_first_stage": int(first), "layers_last_stage": int(last),
+                "layers_per_chunk": [int(np.asarray(lay.first_chunk)), int(np.asarray(lay.middle_chunk)),
+                                     int(np.asarray(lay.last_chunk))]}
 
     def _reason(self, plan: dict, cols: dict) -> str:
         t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
@@ -251,9 +271,12 @@ class Megatron3DCostModel(CostModel):
             return f"tensor × pipeline × data = {t * p * d} GPUs {rel} the system's {self.n}"
         if self.batch % (d * b):
             return f"batch {self.batch} is not divisible by data_parallel × microbatch_size = {d * b}"
-        if v > 1 and (p == 1 or self.config.layers % (p * v) or (self.batch // (d * b)) % p):
-            return (f"interleaving {v} needs pipeline_parallel > 1, layers ({self.config.layers}) divisible by "
-                    f"pipeline × interleaving and micro-batches divisible by pipeline_parallel")
+        if v > 1 and (p == 1 or (self.batch // (d * b)) % p):
+            return (f"interleaving {v} needs pipeline_parallel > 1 and micro-batches divisible by pipeline_parallel")
+        if not bool(stages.split(self.config.layers, p, v, self.options.uneven_stages).valid):
+            return (f"pipeline {p} × interleaving {v} = {p * v} model chunks cannot split {self.config.layers} "
+                    f"layers with uneven_stages = \"{self.options.uneven_stages}\" (balanced: a divisor of the "
+                    f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving)")
         limit = (self.capacity - self.options.memory_reserve) / GIB
         if cols["memory_gib"] > limit:
             return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"

@@ -24,7 +24,8 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   the GEMM is exposed. Full recomputation repeats the forward's communication.
 * pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with
   ``m = B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the
-  last the logits and loss) and ``v`` interleaved stages per device; each micro-batch crosses
+  last the logits and loss; with uneven stages, :mod:`.stages`, both may hold fewer layers than
+  the middle ones, and the busiest of first, middle and last sets the pace) and ``v`` interleaved stages per device; each micro-batch crosses
   ``2·v`` stage boundaries per device, sent with the scatter/gather optimisation (Narayanan §4.1)
   across nodes.
 * gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
@@ -48,7 +49,7 @@ from optmap import collectives as coll
 from optmap import schedule
 from optmap.plugins.transformer.config import TransformerConfig
 
-from . import memory
+from . import memory, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
@@ -97,6 +98,7 @@ class Options:
     optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
     memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
+    uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
     m = batch / (d * b)  # micro-batches per pipeline per iteration
-    per_stage = L / p
+    layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
 
     lt = layer_compute(cfg, dev, b, t, sp)
@@ -204,19 +206,34 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                    coll.point_to_point(xfer / np.where(sp, t, 1.0), links.pp_bw, links.pp_lat))
     p2p = np.where(p > 1, 2.0 * v * hop, 0.0)
 
-    # parameters held by the first stage (layers + embeddings), the most of any stage
+    # parameters of the first stage (its layers + embeddings), a middle one and the last; the most
+    # of any stage sizes the gradients, optimizer step and memory (the last keeps an embedding copy)
     emb_params = vocab * h + cfg.max_positions * h
-    stage_params = (per_stage * cfg.layer_params + emb_params) / t
+    middle = p > 2
+    stage_params = np.maximum(np.maximum(layout.first_device, layout.last_device) * cfg.layer_params + emb_params,
+                              np.where(middle, layout.middle_device * cfg.layer_params, 0.0)) / t
     grads = opts.grad_bytes * stage_params
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
     accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
                                                                            * stage_params, kernels=1)
 
-    fwd_stage = per_stage * f_layer
-    stage = per_stage * (f_layer + b_layer + rec_layer + tp_layer) + p2p + accumulate
     first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
     last_extra = head + 2.0 * head_comm
-    extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
+    # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
+    # one or the last (layers + logits and loss); with p = 1 one device runs everything
+    per_layer = f_layer + b_layer + rec_layer + tp_layer
+    busy_first = layout.first_device * per_layer + first_extra
+    busy_last = layout.last_device * per_layer + last_extra
+    busy_middle = np.where(middle, layout.middle_device * per_layer, 0.0)
+    last_slowest = (busy_last >= busy_first) & (busy_last >= busy_middle)
+    first_slowest = ~last_slowest & (busy_first >= busy_middle)
+    per_stage = np.where(last_slowest, layout.last_device,
+                         np.where(first_slowest, layout.first_device, layout.middle_device))
+    extra = np.where(p > 1, np.where(last_slowest, last_extra, np.where(first_slowest, first_extra, 0.0)),
+                     first_extra + last_extra)
+
+    fwd_stage = per_stage * f_layer
+    stage = per_stage * per_layer + p2p + accumulate
     bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
     zero = np.asarray(plans.zero, bool) & (d > 1)
@@ -246,11 +263,13 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
     act_layer = memory.layer_activations(cfg, b, t, sp, rc)
-    first_act = act_layer * memory.in_flight_layers(L, p, v, m) + s * b * h * schedule.in_flight(p, m) / split
+    in_flight = memory.in_flight_micro_batches(p, v, m)
+    first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
+    middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
     working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE), 0.0)
     logits = 6.0 * s * b * vocab / t
-    last_act = act_layer * per_stage + logits
-    activations = np.where(p > 1, np.maximum(first_act, last_act), first_act + logits) + working
+    last_act = act_layer * layout.last_device + logits
+    activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state = memory.static_bytes(stage_params, zero, d)
     total = weights + gradients + state + activations
     gpus = t * p * d
