@@ -36,7 +36,7 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import memory, stages, timing
+from . import memory, precision, stages, timing
 from .cluster import plan_links
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
@@ -50,7 +50,8 @@ PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": 
                "pp_comm_s": "stage transfers", "bubble_s": "pipeline bubble",
                "grad_accumulation_s": "gradient accumulation", "dp_comm_s": "data-parallel reduction",
                "optimizer_s": "optimizer step"}
-MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_gradients": "gradients (fp32)",
+MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
+                 "memory_gradients": "gradients (fp32)",
                  "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
                  "memory_activations": "activations"}
 GIB = 2.0**30
@@ -90,6 +91,7 @@ class Megatron3DCostModel(CostModel):
         compute: Literal["fitted", "shared"] = "fitted",
         gemm_efficiency: Fraction | None = None,
         memory_efficiency: Fraction | None = None,
+        fp8_gemm_efficiency: Fraction | None = None,
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
@@ -106,7 +108,10 @@ class Megatron3DCostModel(CostModel):
         plugin's roofline, calibrated on published Megatron-LM runs (A100) and H100 measurements,
         whose fractions ``gemm_efficiency`` / ``memory_efficiency`` override, or ``shared`` the
         project's compute model (``optmap.compute``) with the accelerator's measured calibration
-        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``uneven_stages`` which splits of
+        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``fp8_gemm_efficiency`` the
+        fraction of the FP8 peak the linear GEMMs reach with ``dtype = "fp8"`` / ``"mxfp8"``
+        (default: the 16-bit ``gemm`` fraction, as no FP8 GEMM was measured; :mod:`.precision`);
+        ``uneven_stages`` which splits of
         the layers over pipeline stages a plan may use (``balanced``: even, or first and last
         stages one layer short where embedding and loss count as layers; ``any``: also any
         pipeline size up to the layers; ``never``: even only; :mod:`.stages`)."""
@@ -118,10 +123,11 @@ class Megatron3DCostModel(CostModel):
                               f"not '{cfg.kind}'; use a GPT- or Llama-style preset")
         if workload.phase != "training":
             raise OptmapError("megatron-3d plans training; set [workload] phase = \"training\"")
-        if workload.bytes_per_element != 2:  # memory.py and timing.py count 16-bit weights, activations, messages
-            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights, activations and "
-                              f"messages, fp32 master weights and Adam state); [workload] dtype = "
-                              f"\"{workload.dtype}\" is not 16-bit: use \"bf16\" or \"fp16\"")
+        rec = precision.recipe(workload.dtype)
+        if rec is None:
+            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights and activations, fp32 "
+                              f"master weights and Adam state); [workload] dtype = \"{workload.dtype}\" is not "
+                              f"16-bit: use \"bf16\" or \"fp16\", or \"fp8\" / \"mxfp8\" for 8-bit linear layers")
         for name, value in (("max_microbatch", max_microbatch), ("max_interleaving", max_interleaving)):
             if value < 1:
                 raise OptmapError(f"[cost] {name} must be >= 1, got {value}")
@@ -131,7 +137,8 @@ class Megatron3DCostModel(CostModel):
             raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, got {uneven_stages!r}")
         if memory_reserve_gib < 0:
             raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
-        for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency)):
+        for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency),
+                            ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
         if not system.is_homogeneous:
@@ -140,6 +147,11 @@ class Megatron3DCostModel(CostModel):
         self.batch, self.n = workload.batch, system.count
         self.use_all_gpus = use_all_gpus
         acc = system.devices[0]
+        self.recipe = rec
+        if rec.low_precision and rec.linear_dtype not in dict(acc.peak_flops):
+            raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, which "
+                              f"'{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
+                              f"accelerator with {rec.linear_dtype} tensor cores")
         if compute == "shared":
             from optmap.compute import calibration_of
 
@@ -147,21 +159,32 @@ class Megatron3DCostModel(CostModel):
                 raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
                                   f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
                                   f"h100-sxm) or compute = \"fitted\"")
-            if gemm_efficiency or memory_efficiency:
-                raise OptmapError("[cost] gemm_efficiency and memory_efficiency apply to compute = \"fitted\" only")
+            if gemm_efficiency or memory_efficiency or fp8_gemm_efficiency:
+                raise OptmapError("[cost] gemm_efficiency, memory_efficiency and fp8_gemm_efficiency apply to "
+                                  "compute = \"fitted\" only")
+            if rec.low_precision:
+                raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
+                                  f"\"{rec.name}\" use compute = \"fitted\"")
             self.device, self.calibrated = SharedDevice(acc, workload.dtype), True
+            self.linear_device = None
         else:
             eff, self.calibrated = efficiency_for(acc.name)
             eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
                              half_dim=eff.half_dim, launch=eff.launch)
-            self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
+            self.device = Device(acc.flops_per_s("bf16" if rec.low_precision else workload.dtype),
+                                 acc.memory_bandwidth, eff)
+            # the linear GEMMs of each layer (None: the 16-bit device); FP8: its peak and fraction
+            self.linear_device = None if not rec.low_precision else Device(
+                acc.flops_per_s(rec.linear_dtype), acc.memory_bandwidth,
+                Efficiency(gemm=fp8_gemm_efficiency or eff.gemm, memory=eff.memory, half_dim=eff.half_dim,
+                           launch=eff.launch), operand_bytes=rec.operand_bytes)
         self.capacity = acc.memory_bytes
-        dtype = workload.dtype.lower()
-        grad_bytes = float(grad_bytes or (4 if dtype in ("bf16", "bfloat16") else 2))
+        grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
         self.options = timing.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
-                                      memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages)
+                                      memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
+                                      gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes)
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((
@@ -220,7 +243,8 @@ class Megatron3DCostModel(CostModel):
         invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
         safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp)})
-        out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
+        out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
+                              linear=self.linear_device)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
         return out
@@ -241,7 +265,8 @@ class Megatron3DCostModel(CostModel):
         available = (self.capacity - self.options.memory_reserve) / GIB
         tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k],
                                       "percent": 100.0 * cols[k] / cols["time"]} for k in timing.PARTS if cols[k] > 0],
-                  "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
+                  "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()
+                                     if cols[k] > 0 or k != "memory_weight_copies"]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
         if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):

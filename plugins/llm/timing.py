@@ -99,6 +99,8 @@ class Options:
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
     memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
     uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
+    gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
+    weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
 
 
 @dataclass(frozen=True)
@@ -127,16 +129,18 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp) -> LayerTimes:
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
-    backward reads and writes twice their forward traffic."""
+    backward reads and writes twice their forward traffic. ``linear`` prices the four linear
+    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``."""
+    lin = linear or dev
     s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    qkv = dev.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
-    proj = dev.gemm_times(tok, h, cfg.inner / t)  # row-parallel
-    mlp_in = dev.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
-    mlp_out = dev.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
+    qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
+    proj = lin.gemm_times(tok, h, cfg.inner / t)  # row-parallel
+    mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
+    mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
     heads = np.asarray(b, float) * a / t
     scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
     softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
@@ -176,8 +180,9 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
 
 
 def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev: Device,
-             memory_capacity: float, opts: Options = Options()) -> dict[str, np.ndarray]:
-    """Iteration time with its parts and memory per GPU with its parts, per plan (SI units)."""
+             memory_capacity: float, opts: Options = Options(), linear: Device | None = None) -> dict[str, np.ndarray]:
+    """Iteration time with its parts and memory per GPU with its parts, per plan (SI units);
+    ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`)."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
@@ -185,7 +190,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
 
-    lt = layer_compute(cfg, dev, b, t, sp)
+    lt = layer_compute(cfg, dev, b, t, sp, linear)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
     tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
@@ -262,16 +267,20 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
-    act_layer = memory.layer_activations(cfg, b, t, sp, rc)
+    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes)
     in_flight = memory.in_flight_micro_batches(p, v, m)
     first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
     middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
-    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE), 0.0)
+    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
     logits = 6.0 * s * b * vocab / t
     last_act = act_layer * layout.last_device + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state = memory.static_bytes(stage_params, zero, d)
-    total = weights + gradients + state + activations
+    # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
+    stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
+                              np.where(middle, layout.middle_device, 0.0))
+    copies = opts.weight_copy_bytes * stage_layers * cfg.layer_params / t
+    total = weights + copies + gradients + state + activations
     gpus = t * p * d
     return {
         "time": time, **parts,
@@ -279,7 +288,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
         "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc) / (time * gpus) / 1e12,
         "gpus": gpus,
-        "memory_weights": weights, "memory_gradients": gradients, "memory_optimizer": state,
+        "memory_weights": weights, "memory_weight_copies": copies,
+        "memory_gradients": gradients, "memory_optimizer": state,
         "memory_activations": activations,
         "memory": total,
         "feasible": total <= memory_capacity - opts.memory_reserve,
