@@ -1,7 +1,7 @@
 """LLM training plans: Megatron-style tensor × pipeline × data parallelism on GPU clusters.
 
-Topologies ``dgx-a100`` and ``dgx-h100`` (nodes of 8 GPUs, NVSwitch inside, one InfiniBand
-adapter per GPU between nodes; :mod:`.cluster`, constants cited there); cost model
+Topologies ``dgx-a100``, ``dgx-h100``, ``dgx-b200`` (nodes of 8 GPUs) and ``gb200-nvl72``
+(NVLink domains of 72): NVSwitch inside, one InfiniBand adapter per GPU between nodes ( :mod:`.cluster`, constants cited there); cost model
 ``megatron-3d`` (:mod:`.model`: iteration time with its parts and memory per GPU, Korthikanti
 et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
 :mod:`.compute`); engine ``megatron-3d`` (:mod:`.engine`: every valid plan in one vectorised pass,
@@ -16,6 +16,8 @@ from optmap.hookspecs import hookimpl
 def optmap_register_topologies(register):
     register("dgx-a100", "optmap.plugins.llm.cluster:dgx_a100")
     register("dgx-h100", "optmap.plugins.llm.cluster:dgx_h100")
+    register("dgx-b200", "optmap.plugins.llm.cluster:dgx_b200")
+    register("gb200-nvl72", "optmap.plugins.llm.cluster:gb200_nvl72")
 
 
 @hookimpl
