@@ -96,7 +96,9 @@ class CostModel(ABC):
       writes is refused at load, never silently ignored (``System.options_given`` says what the
       file set);
     - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
-    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
+    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with;
+    - ``export_targets`` and :meth:`export`: the launch formats a plan can be written as
+      (``optmap export RESULT.json --to TARGET``).
     """
 
     space: DesignSpace
@@ -107,6 +109,7 @@ class CostModel(ABC):
     units: TMapping[str, str] = {}  # metric -> unit, where the name's SI convention does not say it
     topologies: tuple[str, ...] | None = None  # the topologies it can price (None: any)
     system_options: tuple[str, ...] | None = None  # the [system] options it prices (None: all)
+    export_targets: tuple[str, ...] = ()  # launch formats :meth:`export` writes
 
     @property
     def primary_metric(self) -> str:
@@ -124,6 +127,11 @@ class CostModel(ABC):
     def plans(self) -> dict[str, Mapping]:
         """Named mappings worth starting a search from."""
         return {}
+
+    def export(self, plan: dict[str, Any], target: str) -> tuple[str, list[str]]:
+        """A plan (its decisions) as the launch configuration ``target`` (one of ``export_targets``):
+        the text, and one note per part of the plan the target cannot express."""
+        raise NotImplementedError(f"{type(self).__name__} exports no launch configuration")
 
 
 def missing(model: Any) -> str | None:

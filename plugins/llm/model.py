@@ -36,6 +36,7 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
+from . import export as launch
 from . import memory, precision, stages, timing
 from .cluster import plan_links
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
@@ -320,6 +321,12 @@ class Megatron3DCostModel(CostModel):
                          "dp overlap": bool(values["dp_overlap"][i]), "time s": float(cols["time"][i]),
                          "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
         return rows
+
+    export_targets = launch.TARGETS
+
+    def export(self, plan: dict, target: str) -> tuple[str, list[str]]:
+        """The plan as Megatron-Core flags or a DeepSpeed config (:mod:`.export`)."""
+        return launch.export(self, plan, target)
 
     def plans(self) -> dict[str, Mapping]:
         """``megatron``: the Megatron-LM practitioners' rule of thumb (the largest tensor
