@@ -1,12 +1,12 @@
 """LLM training plans: Megatron-style tensor × pipeline × data parallelism on GPU clusters.
 
-Topologies ``dgx-a100``, ``dgx-h100``, ``dgx-b200`` (nodes of 8 GPUs) and ``gb200-nvl72``
-(NVLink domains of 72): NVSwitch inside, one InfiniBand adapter per GPU between nodes ( :mod:`.cluster`, constants cited there); cost model
-``megatron-3d`` (:mod:`.model`: iteration time with its parts and memory per GPU, Korthikanti
-et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
+Topologies ``dgx-a100``, ``dgx-h100``, ``dgx-b200`` (nodes of 8 GPUs) and ``gb200-nvl72`` (NVLink
+domains of 72): NVSwitch inside, one InfiniBand adapter per GPU between nodes (:mod:`.cluster`,
+constants cited there); cost model ``megatron-3d`` (:mod:`.model`: iteration time with its parts
+and memory per GPU, Korthikanti et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
 :mod:`.compute`); engine ``megatron-3d`` (:mod:`.engine`: every valid plan in one vectorised pass,
-best plan and top alternatives). Problems in ``problems/llm/``; the shared ``transformer``
-workload (GPT and Llama presets) describes the model.
+best plan and top alternatives). Problems in ``problems/llm/``; the shared ``transformer`` workload
+(GPT and Llama presets) describes the model.
 """
 
 from optmap.hookspecs import hookimpl

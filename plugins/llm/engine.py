@@ -1,13 +1,13 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
-The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving):
-the (t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's
-batch, then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each shape is priced once and
-broadcast over the recompute and switch settings (an array ``[shapes, recompute,
-sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link pricing runs
-once per shape and only the final sums run per plan. A switch that cannot act (sequence
-parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space allows
-only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
+The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving): the
+(t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's batch,
+then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each
+shape is priced once and broadcast over the recompute and switch settings (an array ``[shapes,
+recompute, sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link
+pricing runs once per shape and only the final sums run per plan. A switch that cannot act
+(sequence parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space
+allows only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
 ``--fix``) are honoured.
 
 The evaluator's objectives and constraints are applied to every plan here (the same arithmetic

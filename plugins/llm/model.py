@@ -135,7 +135,8 @@ class Megatron3DCostModel(CostModel):
         if not recompute or any(r not in memory.RECOMPUTE for r in recompute):
             raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
         if uneven_stages not in stages.UNEVEN_STAGES:
-            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, got {uneven_stages!r}")
+            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, "
+                              f"got {uneven_stages!r}")
         if memory_reserve_gib < 0:
             raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
         for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency),
@@ -150,8 +151,8 @@ class Megatron3DCostModel(CostModel):
         acc = system.devices[0]
         self.recipe = rec
         if rec.low_precision and rec.linear_dtype not in dict(acc.peak_flops):
-            raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, which "
-                              f"'{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
+            raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, "
+                              f"which '{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
                               f"accelerator with {rec.linear_dtype} tensor cores")
         if compute == "shared":
             from optmap.compute import calibration_of
@@ -285,7 +286,8 @@ class Megatron3DCostModel(CostModel):
         first, middle, last = (float(np.asarray(x)) for x in (lay.first_device, lay.middle_device, lay.last_device))
         if first == middle == last:
             return {"layers_per_stage": first}
-        return {"layers_per_stage": middle if p > 2 else first, "layers_first_stage": int(first), "layers_last_stage": int(last),
+        return {"layers_per_stage": middle if p > 2 else first, "layers_first_stage": int(first),
+                "layers_last_stage": int(last),
                 "layers_per_chunk": [int(np.asarray(lay.first_chunk)), int(np.asarray(lay.middle_chunk)),
                                      int(np.asarray(lay.last_chunk))]}
 

@@ -22,12 +22,12 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
   collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
   the GEMM is exposed. Full recomputation repeats the forward's communication.
-* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with
-  ``m = B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the
-  last the logits and loss; with uneven stages, :mod:`.stages`, both may hold fewer layers than
-  the middle ones, and the busiest of first, middle and last sets the pace) and ``v`` interleaved stages per device; each micro-batch crosses
-  ``2·v`` stage boundaries per device, sent with the scatter/gather optimisation (Narayanan §4.1)
-  across nodes.
+* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with ``m =
+  B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the last the
+  logits and loss; with uneven stages, :mod:`.stages`, both may hold fewer layers than the middle
+  ones, and the busiest of first, middle and last sets the pace) and ``v`` interleaved stages per
+  device; each micro-batch crosses ``2·v`` stage boundaries per device, sent with the
+  scatter/gather optimisation (Narayanan §4.1) across nodes.
 * gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
   micro-batch's weight gradients are added into the main-gradient buffer by a separate kernel
   (read both, write one); fused, the weight-gradient GEMM accumulates in place.
@@ -271,7 +271,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     in_flight = memory.in_flight_micro_batches(p, v, m)
     first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
     middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
-    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
+    working = np.where(rc == memory.FULL,
+                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
     logits = 6.0 * s * b * vocab / t
     last_act = act_layer * layout.last_device + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working

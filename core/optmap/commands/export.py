@@ -20,7 +20,8 @@ def add_parser(commands) -> dict:
                                  "(e.g. Megatron-Core flags, a DeepSpeed config)")
     parser.add_argument("result", help="a result file written by optmap run --json")
     parser.add_argument("--to", required=True, metavar="TARGET",
-                        help="the launch format, one the problem's cost model offers (megatron-3d: megatron, deepspeed)")
+                        help="the launch format, one the problem's cost model offers "
+                             "(megatron-3d: megatron, deepspeed)")
     parser.add_argument("--out", metavar="FILE", help="write the text to FILE instead of standard output")
     return {"export": export}
 

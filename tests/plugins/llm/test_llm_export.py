@@ -49,7 +49,8 @@ def test_megatron_flags(saved, capsys):
     for want in ("--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 16",
                  "--decoder-first-pipeline-num-layers 7", "--decoder-last-pipeline-num-layers 7",
                  "--micro-batch-size 1", "--global-batch-size 512", "--sequence-parallel",
-                 "--recompute-granularity full", "--recompute-method uniform", "--use-distributed-optimizer", "--overlap-grad-reduce",
+                 "--recompute-granularity full", "--recompute-method uniform", "--use-distributed-optimizer",
+                 "--overlap-grad-reduce",
                  "--bf16", "--fp8-format hybrid", "--num-layers 126", "--num-query-groups 8", "--swiglu"):
         assert want in flags, want
     assert not any(f.startswith("--num-layers-per-virtual-pipeline-stage") for f in flags)

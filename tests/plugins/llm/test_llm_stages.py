@@ -50,7 +50,8 @@ def test_every_pipeline_size_up_to_the_layers_is_a_valid_split():
             lay = stages.split(L, p, 1, "any")
             assert bool(lay.valid)
             middle = float(lay.middle_device) if p > 2 else 0.0
-            total = float(lay.first_device) + (p - 2) * middle + float(lay.last_device) if p > 1 else float(lay.first_device)
+            total = float(lay.first_device) + (p - 2) * middle + float(lay.last_device) if p > 1 \
+                else float(lay.first_device)
             assert total == L and float(lay.first_device) >= 1 and float(lay.last_device) >= 1
         assert not bool(stages.split(L, L + 1, 1, "any").valid)
 

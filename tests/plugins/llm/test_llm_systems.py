@@ -1,4 +1,4 @@
-"""Blackwell systems: b200 / gb200 datasheet presets, dgx-b200 and gb200-nvl72 topologies, placement in 72-GPU domains."""
+"""Blackwell systems: b200 / gb200 presets, dgx-b200 and gb200-nvl72 topologies, placement in 72-GPU domains."""
 
 import itertools
 
