@@ -13,6 +13,11 @@ from optmap.hookspecs import hookimpl
 
 
 @hookimpl
+def optmap_register_dtypes(register):
+    register("mxfp8", 1)  # OCP MX FP8 elements (their 8-bit block scales: :mod:`.precision`)
+
+
+@hookimpl
 def optmap_register_topologies(register):
     register("dgx-a100", "optmap.plugins.llm.cluster:dgx_a100")
     register("dgx-h100", "optmap.plugins.llm.cluster:dgx_h100")

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from optmap.bounds import Gbps, Microseconds
+from optmap.bounds import Gbps, Microseconds, ints
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.system.graph import GraphRecipe
@@ -114,7 +114,7 @@ def dgx_b200(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gb
 
 def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
                 nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-                domain_gpus: int = NVL72_GPUS) -> System:
+                domain_gpus: ints(1, 4096) = NVL72_GPUS) -> System:
     """GB200 NVL72 racks: 72 GPUs in one NVLink 5 domain through the rack's NVLink switch trays,
     900 GB/s per GPU each way (7,200 Gb/s; datasheet: 130 TB/s for 72 GPUs), and one 400 Gb/s
     ConnectX-7 InfiniBand adapter per GPU between racks (DGX GB200: four ConnectX-7 per compute

@@ -16,7 +16,7 @@ from optmap.errors import OptmapError, did_you_mean
 from optmap.workload.ops import LayerFlops, OpKind, op_kind
 
 # Bytes per element of each number format; open: plugins add formats with register_dtype.
-DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "mxfp8": 1, "int8": 1}
+DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
 # The passes each phase runs; open: plugins add phases with register_phase.
 PHASE_PASSES: dict[str, tuple[str, ...]] = {
     "training": ("forward", "backward_data", "weight_grad"),
