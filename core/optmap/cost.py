@@ -125,6 +125,8 @@ class CostModel(ABC):
     - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with;
     - ``prepare(rows)``: one-off set-up (e.g. loading compiled code) before a search that will
       score about ``rows`` plans starts its clock; see :meth:`optmap.search.Evaluator.prepare`.
+    - ``export_targets`` and :meth:`export`: the launch formats a plan can be written as
+      (``optmap export RESULT.json --to TARGET``).
     """
 
     space: DesignSpace
@@ -135,6 +137,7 @@ class CostModel(ABC):
     units: TMapping[str, str] = {}  # metric -> unit, where the name's SI convention does not say it
     topologies: tuple[str, ...] | None = None  # the topologies it can price (None: any)
     system_options: tuple[str, ...] | None = None  # the [system] options it prices (None: all)
+    export_targets: tuple[str, ...] = ()  # launch formats :meth:`export` writes
 
     @property
     def primary_metric(self) -> str:
@@ -152,6 +155,11 @@ class CostModel(ABC):
     def plans(self) -> dict[str, Mapping]:
         """Named mappings worth starting a search from."""
         return {}
+
+    def export(self, plan: dict[str, Any], target: str) -> tuple[str, list[str]]:
+        """A plan (its decisions) as the launch configuration ``target`` (one of ``export_targets``):
+        the text, and one note per part of the plan the target cannot express."""
+        raise NotImplementedError(f"{type(self).__name__} exports no launch configuration")
 
 
 def missing(model: Any) -> str | None:

@@ -1,7 +1,7 @@
 """Built-in hardware plugin: accelerator presets and topology builders.
 
 Accelerators (sources in :mod:`optmap.plugins.hardware.accelerators`): ``tpu-v2``, ``tpu-v3``
-(AccPar Table 7 and Sec. 6.1), ``v100``, ``a100``, ``titan-rtx``, ``h100`` (NVIDIA datasheets); and
+(AccPar Table 7 and Sec. 6.1), ``v100``, ``a100``, ``titan-rtx``, ``h100``, ``b200``, ``gb200`` (NVIDIA datasheets); and
 the measured presets in ``presets/*.toml`` (sources in each file): ``h100-sxm``, calibrated from
 the H100 measurements in ``measurements/h100-sxm/`` (``examples/calibration_report.py`` writes
 it), and ``a100-sxm``, the same model moved to A100 datasheet figures.

@@ -102,4 +102,38 @@ H100 = Accelerator(
     description="NVIDIA H100 SXM5 80 GB (datasheet, dense); network = NVLink 900 GB/s aggregate",
 )
 
-PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX, H100)}
+# NVIDIA HGX B200 / DGX B200 datasheets (2024), per GPU, dense tensor-core rates (the datasheets
+# quote sparse ones, twice these): 2.25 PFLOPS bf16/fp16, 4.5 fp8 (MXFP8 at the FP8 rate: Blackwell
+# tensor cores scale MX blocks natively), 9 fp4, 1.1 tf32; fp64 tensor 40 TFLOPS; 180 GB HBM3e at
+# 8 TB/s (DGX B200: 1,440 GB and 64 TB/s for 8 GPUs); fifth-generation NVLink 1.8 TB/s
+# bidirectional; 1,000 W.
+B200 = Accelerator(
+    name="b200",
+    peak_flops={"bf16": tflops_to_flops(2250), "fp16": tflops_to_flops(2250), "fp8": tflops_to_flops(4500),
+                "mxfp8": tflops_to_flops(4500), "fp4": tflops_to_flops(9000), "tf32": tflops_to_flops(1100),
+                "fp64": tflops_to_flops(40)},
+    memory_bytes=gib_to_bytes(180),
+    memory_bandwidth=gBps_to_bytes_per_s(8000),
+    network_bandwidth=gBps_to_bytes_per_s(1800),
+    power_watts=1000,
+    description="NVIDIA B200 SXM 180 GB (HGX/DGX B200 datasheets, dense); network = NVLink 1.8 TB/s aggregate",
+)
+
+# NVIDIA GB200 NVL72 datasheet (2024), rack figures over its 72 Blackwell GPUs, dense (the sheet
+# quotes sparse rates, twice these): 360 PFLOPS bf16 -> 2.5 PFLOPS per GPU, fp8/fp6 5, fp4 10,
+# tf32 1.25; fp64 3,240 TFLOPS -> 45; 13.4 TB HBM3e at 576 TB/s -> 186 GB at 8 TB/s per GPU;
+# NVLink 130 TB/s -> 1.8 TB/s per GPU. Power: a GB200 superchip (2 GPUs, 1 Grace CPU) is up to
+# 2,700 W; 1,200 W per GPU is an assumption of its share.
+GB200 = Accelerator(
+    name="gb200",
+    peak_flops={"bf16": tflops_to_flops(2500), "fp16": tflops_to_flops(2500), "fp8": tflops_to_flops(5000),
+                "mxfp8": tflops_to_flops(5000), "fp4": tflops_to_flops(10000), "tf32": tflops_to_flops(1250),
+                "fp64": tflops_to_flops(45)},
+    memory_bytes=gib_to_bytes(186),
+    memory_bandwidth=gBps_to_bytes_per_s(8000),
+    network_bandwidth=gBps_to_bytes_per_s(1800),
+    power_watts=1200,
+    description="NVIDIA GB200 (Blackwell GPU of a GB200 NVL72 rack, datasheet / 72, dense); NVLink 1.8 TB/s",
+)
+
+PRESETS: dict[str, Accelerator] = {a.name: a for a in (TPU_V2, TPU_V3, V100, A100, TITAN_RTX, H100, B200, GB200)}

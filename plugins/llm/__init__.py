@@ -1,12 +1,12 @@
 """LLM training plans: Megatron-style tensor × pipeline × data parallelism on GPU clusters.
 
-Topologies ``dgx-a100`` and ``dgx-h100`` (nodes of 8 GPUs, NVSwitch inside, one InfiniBand
-adapter per GPU between nodes; :mod:`.cluster`, constants cited there); cost model
-``megatron-3d`` (:mod:`.model`: iteration time with its parts and memory per GPU, Korthikanti
-et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
+Topologies ``dgx-a100``, ``dgx-h100``, ``dgx-b200`` (nodes of 8 GPUs) and ``gb200-nvl72`` (NVLink
+domains of 72): NVSwitch inside, one InfiniBand adapter per GPU between nodes (:mod:`.cluster`,
+constants cited there); cost model ``megatron-3d`` (:mod:`.model`: iteration time with its parts
+and memory per GPU, Korthikanti et al. 2022 activation formulas, :mod:`.timing`, :mod:`.memory`,
 :mod:`.compute`); engine ``megatron-3d`` (:mod:`.engine`: every valid plan in one vectorised pass,
-best plan and top alternatives). Problems in ``problems/llm/``; the shared ``transformer``
-workload (GPT and Llama presets) describes the model.
+best plan and top alternatives). Problems in ``problems/llm/``; the shared ``transformer`` workload
+(GPT and Llama presets) describes the model.
 """
 
 from optmap.hookspecs import hookimpl
@@ -18,9 +18,16 @@ def optmap_plugin_requires():
 
 
 @hookimpl
+def optmap_register_dtypes(register):
+    register("mxfp8", 1)  # OCP MX FP8 elements (their 8-bit block scales: :mod:`.precision`)
+
+
+@hookimpl
 def optmap_register_topologies(register):
     register("dgx-a100", "optmap.plugins.llm.cluster:dgx_a100")
     register("dgx-h100", "optmap.plugins.llm.cluster:dgx_h100")
+    register("dgx-b200", "optmap.plugins.llm.cluster:dgx_b200")
+    register("gb200-nvl72", "optmap.plugins.llm.cluster:gb200_nvl72")
 
 
 @hookimpl

@@ -1,7 +1,8 @@
-"""DGX clusters: nodes of 8 GPUs on NVSwitch, one InfiniBand adapter per GPU between nodes.
+"""GPU clusters: nodes of 8 GPUs on NVSwitch (72 in a GB200 NVL72 rack), one adapter per GPU between.
 
-Topologies ``dgx-a100`` and ``dgx-h100`` build a :class:`optmap.system.System` of any GPU count
-(``ceil(count / 8)`` nodes; the last node may be partly filled). The graph has one hub per node
+Topologies ``dgx-a100``, ``dgx-h100``, ``dgx-b200`` and ``gb200-nvl72`` (an NVLink domain of
+72 GPUs is its "node") build a :class:`optmap.system.System` of any GPU count
+(``ceil(count / 8)`` nodes, or racks of 72; the last node may be partly filled). The graph has one hub per node
 (``"nvswitch<i>"``, spokes at the per-GPU NVLink rate) and one InfiniBand fabric hub (``"ib"``,
 spokes at the per-GPU adapter rate, a non-blocking fat tree as on Selene). Two GPUs of one node
 meet through their NVSwitch and two GPUs of different nodes through the fabric, both in two hops,
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from optmap.bounds import Gbps, Microseconds
+from optmap.bounds import Gbps, Microseconds, ints
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.system.graph import GraphRecipe
@@ -44,7 +45,8 @@ from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 from . import placement
 
-GPUS_PER_NODE = 8  # both DGX generations (datasheets)
+GPUS_PER_NODE = 8  # DGX A100, H100 and B200 (datasheets)
+NVL72_GPUS = 72  # GPUs of one GB200 NVL72 NVLink domain (datasheet)
 
 @dataclass(frozen=True)
 class Link:
@@ -59,30 +61,30 @@ def _check_count(topology: str, groups: Sequence[GroupSpec]) -> None:
         raise OptmapError(f"topology '{topology}': list the GPUs as one [[system.groups]] entry")
 
 
-def _cluster_graph(devices, n: int, intra: Link, inter: Link):
+def _cluster_graph(devices, n: int, intra: Link, inter: Link, gpn: int = GPUS_PER_NODE):
     """The two-level graph: a switch per node (NVSwitch) and one InfiniBand fabric."""
     g = device_graph(devices)
     # spokes carry half the step latency each, so a GPU-to-GPU route has the level's latency
-    g.add_edges_from((d, f"nvswitch{d // GPUS_PER_NODE}", {"bandwidth": intra.bandwidth, "latency": intra.latency / 2})
+    g.add_edges_from((d, f"nvswitch{d // gpn}", {"bandwidth": intra.bandwidth, "latency": intra.latency / 2})
                      for d in range(n))
-    if n > GPUS_PER_NODE:
+    if n > gpn:
         g.add_edges_from((d, "ib", {"bandwidth": inter.bandwidth, "latency": inter.latency / 2}) for d in range(n))
     return g
 
 
 def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps: float,
-             nvlink_latency_us: float, ib_latency_us: float) -> System:
+             nvlink_latency_us: float, ib_latency_us: float, gpn: int = GPUS_PER_NODE) -> System:
     _check_count(topology, groups)
     devices, grps = assign_devices(groups)
     n = len(devices)
     intra = Link(gbps_to_bytes_per_s(nvlink_gbps), us_to_s(nvlink_latency_us))
     inter = Link(gbps_to_bytes_per_s(ib_gbps), us_to_s(ib_latency_us))
-    nodes = math.ceil(n / GPUS_PER_NODE)
+    nodes = math.ceil(n / gpn)
     switches = nodes + (1 if nodes > 1 else 0)
     # built when routing first asks for it: the megatron-3d model prices the two levels from params
-    graph = GraphRecipe(functools.partial(_cluster_graph, devices, n, intra, inter), n + switches,
+    graph = GraphRecipe(functools.partial(_cluster_graph, devices, n, intra, inter, gpn), n + switches,
                         n * (2 if nodes > 1 else 1))
-    params = {"gpus_per_node": GPUS_PER_NODE, "nodes": nodes,
+    params = {"gpus_per_node": gpn, "nodes": nodes,
               "intra_bandwidth": intra.bandwidth, "intra_latency": intra.latency,
               "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency}
     return System(devices=devices, groups=grps, graph=graph, topology=topology, params=params)
@@ -100,6 +102,26 @@ def dgx_h100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 3600.0, ib_gbps: Gb
     """DGX H100 nodes of 8 GPUs: NVLink 4 / NVSwitch 450 GB/s per GPU each way (3,600 Gb/s) inside a
     node, one 400 Gb/s NDR InfiniBand adapter per GPU between nodes (DGX H100 datasheet)."""
     return _cluster("dgx-h100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+
+
+def dgx_b200(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+    """DGX B200 nodes of 8 GPUs: NVLink 5 / NVSwitch 900 GB/s per GPU each way (7,200 Gb/s) inside a
+    node, one 400 Gb/s ConnectX-7 (InfiniBand NDR or Ethernet) adapter per GPU between nodes (DGX
+    B200 datasheet: 8 single-port ConnectX-7 VPI, 400 Gb/s)."""
+    return _cluster("dgx-b200", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+
+
+def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
+                nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
+                domain_gpus: ints(1, 4096) = NVL72_GPUS) -> System:
+    """GB200 NVL72 racks: 72 GPUs in one NVLink 5 domain through the rack's NVLink switch trays,
+    900 GB/s per GPU each way (7,200 Gb/s; datasheet: 130 TB/s for 72 GPUs), and one 400 Gb/s
+    ConnectX-7 InfiniBand adapter per GPU between racks (DGX GB200: four ConnectX-7 per compute
+    tray of four GPUs). ``domain_gpus`` sizes the NVLink domain (36 for an NVL36 rack)."""
+    if not isinstance(domain_gpus, int) or domain_gpus < 1:
+        raise OptmapError(f"topology 'gb200-nvl72': domain_gpus must be a positive integer, got {domain_gpus!r}")
+    return _cluster("gb200-nvl72", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us, domain_gpus)
 
 
 def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:

@@ -78,14 +78,15 @@ class Device:
     peak_flops: float
     memory_bandwidth: float
     eff: Efficiency
+    operand_bytes: float = 2.0  # bytes per GEMM operand element (16-bit; 1 for FP8, :mod:`.precision`)
 
-    def gemm_time(self, m, n, k, batch=1.0, bytes_per_element: float = 2.0):
+    def gemm_time(self, m, n, k, batch=1.0):
         """Seconds of ``batch`` independent (m × k) · (k × n) products (one batched kernel)."""
         m, n, k, batch = (np.asarray(x, dtype=float) for x in (m, n, k, batch))
         flops = 2.0 * m * n * k * batch
         d = np.minimum(np.minimum(m, n), k)
         rate = self.peak_flops * self.eff.gemm * d / (d + self.eff.half_dim)  # roofline ceiling × shape
-        traffic = bytes_per_element * (m * k + k * n + m * n) * batch
+        traffic = (self.operand_bytes * (m * k + k * n) + 2.0 * m * n) * batch  # 16-bit result
         return self.eff.launch + np.maximum(flops / rate, traffic / (self.memory_bandwidth * self.eff.memory))
 
     def gemm_times(self, m, n, k, batch=1.0):

@@ -1,13 +1,13 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
-The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving):
-the (t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's
-batch, then the interleaving degrees Megatron-LM accepts. Each shape is priced once and
-broadcast over the recompute and switch settings (an array ``[shapes, recompute,
-sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link pricing runs
-once per shape and only the final sums run per plan. A switch that cannot act (sequence
-parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space allows
-only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
+The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving): the
+(t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's batch,
+then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each
+shape is priced once and broadcast over the recompute and switch settings (an array ``[shapes,
+recompute, sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link
+pricing runs once per shape and only the final sums run per plan. A switch that cannot act
+(sequence parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space
+allows only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
 ``--fix``) are honoured.
 
 The evaluator's objectives and constraints are applied to every plan here (the same arithmetic
@@ -24,7 +24,7 @@ from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
-from . import memory
+from . import memory, stages
 from .model import DECISIONS, SWITCHES, Megatron3DCostModel
 
 SHAPE = DECISIONS[:5]  # tensor, pipeline, data, micro-batch, interleaving
@@ -54,8 +54,8 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
     it, ip, id_ = it[r], ip[r], id_[r]
     p, m = c["pipeline_parallel"][ip], model.batch / (c["data_parallel"][id_] * c["microbatch_size"][ib])
     vs = c["interleaving"]
-    ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(model.config.layers, p[:, None] * vs[None, :]) == 0)
-                               & (np.mod(m, p)[:, None] == 0))
+    ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(m, p)[:, None] == 0))
+    ok &= stages.split(model.config.layers, p[:, None], vs[None, :], model.options.uneven_stages).valid
     r, iv = np.nonzero(ok)
     return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv)))
 

@@ -38,22 +38,25 @@ RECOMPUTE = ("none", "selective", "full")
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
 
-def layer_terms(cfg: TransformerConfig, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(replicated, sharded, scores) activation bytes of one layer for micro-batch ``b`` (above)."""
+def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(replicated, sharded, scores) activation bytes of one layer for micro-batch ``b`` (above);
+    ``gemm_input_bytes`` per element of the tensors saved as linear-layer inputs (the two
+    LayerNorm outputs, the projection input and the MLP-out input: 1 with FP8, :mod:`.precision`)."""
     b = np.asarray(b, dtype=float)
     s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
-    replicated = 10.0 * s * b * h
-    mlp = 2.0 * s * b * (cfg.mlp_in + cfg.d_ff) + (2.0 * s * b * cfg.d_ff if cfg.gated_mlp else 0.0)
-    sharded = 2.0 * s * b * (2 * cfg.inner + 2 * cfg.kv_inner) + mlp
+    g = gemm_input_bytes
+    replicated = (4.0 + 2.0 * g + 2.0) * s * b * h  # LayerNorm inputs, outputs (GEMM inputs), dropout masks
+    mlp = 2.0 * s * b * cfg.mlp_in + g * s * b * cfg.d_ff + (2.0 * s * b * cfg.d_ff if cfg.gated_mlp else 0.0)
+    sharded = 2.0 * s * b * (cfg.inner + 2 * cfg.kv_inner) + g * s * b * cfg.inner + mlp
     scores = 5.0 * a * s * s * b
     return replicated, sharded, scores
 
 
-def layer_activations(cfg: TransformerConfig, b, t, sp, recompute) -> np.ndarray:
+def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0) -> np.ndarray:
     """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
-    rep, shard, scores = layer_terms(cfg, b)
+    rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes)
     none = rep / rep_div + shard / t + scores / t
     selective = rep / rep_div + shard / t
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
@@ -61,12 +64,17 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute) -> np.ndarray
     return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, full))
 
 
+def in_flight_micro_batches(p, v, m) -> np.ndarray:
+    """Micro-batches whose activations the first pipeline stage holds at once (Korthikanti
+    §4.2.3): ``min(p, m)`` under 1F1B, ``p·(1 + (p-1)/(p·v))`` interleaved (:mod:`optmap.schedule`)."""
+    p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
+    return np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
+
+
 def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     """Layer-micro-batches of activations the first pipeline stage holds (Korthikanti §4.2.3): its
-    ``L/p`` layers times the micro-batches it keeps in flight under 1F1B (:mod:`optmap.schedule`)."""
-    p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
-    micro_batches = np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
-    return layers / p * micro_batches
+    ``L/p`` layers times the micro-batches it keeps in flight (:func:`in_flight_micro_batches`)."""
+    return layers / np.asarray(p, dtype=float) * in_flight_micro_batches(p, v, m)
 
 
 def static_bytes(params, sharded, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

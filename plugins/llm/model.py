@@ -2,15 +2,16 @@
 
 Decisions (one categorical variable each; the choices are the sizes that can divide the model):
 ``tensor_parallel`` (divisors of the heads, key/value heads and d_ff), ``pipeline_parallel``
-(divisors of the layers), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
+(sizes that split the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
-device, divisors of the layers up to ``max_interleaving``), ``recompute`` (none / selective /
+device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
 full), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass).
 
 A plan is valid when tensor × pipeline × data GPUs fit in the system (``use_all_gpus``: equal
-it), data × micro-batch divides the batch, and an interleaved schedule (v > 1) has p > 1, layers
-divisible by p·v and micro-batches divisible by p (Megatron-LM's requirements). Sequence
+it), data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
+micro-batches divisible by p (Megatron-LM's requirements), and the layers split over the p·v
+model chunks (:mod:`.stages`: evenly, or with shorter first and last stages as Megatron-Core allows). Sequence
 parallelism without tensor parallelism, and sharding or overlap without data parallelism, change
 nothing (Megatron ignores them). A valid plan is feasible when its memory per GPU fits.
 
@@ -35,7 +36,8 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import memory, timing
+from . import export as launch
+from . import memory, precision, stages, timing
 from .cluster import plan_links
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
@@ -49,7 +51,8 @@ PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": 
                "pp_comm_s": "stage transfers", "bubble_s": "pipeline bubble",
                "grad_accumulation_s": "gradient accumulation", "dp_comm_s": "data-parallel reduction",
                "optimizer_s": "optimizer step"}
-MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_gradients": "gradients (fp32)",
+MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
+                 "memory_gradients": "gradients (fp32)",
                  "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
                  "memory_activations": "activations"}
 GIB = 2.0**30
@@ -90,6 +93,8 @@ class Megatron3DCostModel(CostModel):
         compute: Literal["fitted", "shared"] = "fitted",
         gemm_efficiency: Fraction | None = None,
         memory_efficiency: Fraction | None = None,
+        fp8_gemm_efficiency: Fraction | None = None,
+        uneven_stages: Literal["balanced", "any", "never"] = "balanced",
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -105,7 +110,13 @@ class Megatron3DCostModel(CostModel):
         plugin's roofline, calibrated on published Megatron-LM runs (A100) and H100 measurements,
         whose fractions ``gemm_efficiency`` / ``memory_efficiency`` override, or ``shared`` the
         project's compute model (``optmap.compute``) with the accelerator's measured calibration
-        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`)."""
+        (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``fp8_gemm_efficiency`` the
+        fraction of the FP8 peak the linear GEMMs reach with ``dtype = "fp8"`` / ``"mxfp8"``
+        (default: the 16-bit ``gemm`` fraction, as no FP8 GEMM was measured; :mod:`.precision`);
+        ``uneven_stages`` which splits of
+        the layers over pipeline stages a plan may use (``balanced``: even, or first and last
+        stages one layer short where embedding and loss count as layers; ``any``: also any
+        pipeline size up to the layers; ``never``: even only; :mod:`.stages`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError('the megatron-3d cost model plans a transformer; use [workload] model = "transformer"')
         cfg = workload.config
@@ -114,18 +125,23 @@ class Megatron3DCostModel(CostModel):
                               f"not '{cfg.kind}'; use a GPT- or Llama-style preset")
         if workload.phase != "training":
             raise OptmapError("megatron-3d plans training; set [workload] phase = \"training\"")
-        if workload.bytes_per_element != 2:  # memory.py and timing.py count 16-bit weights, activations, messages
-            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights, activations and "
-                              f"messages, fp32 master weights and Adam state); [workload] dtype = "
-                              f"\"{workload.dtype}\" is not 16-bit: use \"bf16\" or \"fp16\"")
+        rec = precision.recipe(workload.dtype)
+        if rec is None:
+            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights and activations, fp32 "
+                              f"master weights and Adam state); [workload] dtype = \"{workload.dtype}\" is not "
+                              f"16-bit: use \"bf16\" or \"fp16\", or \"fp8\" / \"mxfp8\" for 8-bit linear layers")
         for name, value in (("max_microbatch", max_microbatch), ("max_interleaving", max_interleaving)):
             if value < 1:
                 raise OptmapError(f"[cost] {name} must be >= 1, got {value}")
         if not recompute or any(r not in memory.RECOMPUTE for r in recompute):
             raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
+        if uneven_stages not in stages.UNEVEN_STAGES:
+            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, "
+                              f"got {uneven_stages!r}")
         if memory_reserve_gib < 0:
             raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
-        for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency)):
+        for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency),
+                            ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
         if not system.is_homogeneous:
@@ -134,6 +150,11 @@ class Megatron3DCostModel(CostModel):
         self.batch, self.n = workload.batch, system.count
         self.use_all_gpus = use_all_gpus
         acc = system.devices[0]
+        self.recipe = rec
+        if rec.low_precision and rec.linear_dtype not in dict(acc.peak_flops):
+            raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, "
+                              f"which '{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
+                              f"accelerator with {rec.linear_dtype} tensor cores")
         if compute == "shared":
             from optmap.compute import calibration_of
 
@@ -141,29 +162,40 @@ class Megatron3DCostModel(CostModel):
                 raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
                                   f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
                                   f"h100-sxm) or compute = \"fitted\"")
-            if gemm_efficiency or memory_efficiency:
-                raise OptmapError("[cost] gemm_efficiency and memory_efficiency apply to compute = \"fitted\" only")
+            if gemm_efficiency or memory_efficiency or fp8_gemm_efficiency:
+                raise OptmapError("[cost] gemm_efficiency, memory_efficiency and fp8_gemm_efficiency apply to "
+                                  "compute = \"fitted\" only")
+            if rec.low_precision:
+                raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
+                                  f"\"{rec.name}\" use compute = \"fitted\"")
             self.device, self.calibrated = SharedDevice(acc, workload.dtype), True
+            self.linear_device = None
         else:
             eff, self.calibrated = efficiency_for(acc.name)
             eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
                              half_dim=eff.half_dim, launch=eff.launch)
-            self.device = Device(acc.flops_per_s(workload.dtype), acc.memory_bandwidth, eff)
+            self.device = Device(acc.flops_per_s("bf16" if rec.low_precision else workload.dtype),
+                                 acc.memory_bandwidth, eff)
+            # the linear GEMMs of each layer (None: the 16-bit device); FP8: its peak and fraction
+            self.linear_device = None if not rec.low_precision else Device(
+                acc.flops_per_s(rec.linear_dtype), acc.memory_bandwidth,
+                Efficiency(gemm=fp8_gemm_efficiency or eff.gemm, memory=eff.memory, half_dim=eff.half_dim,
+                           launch=eff.launch), operand_bytes=rec.operand_bytes)
         self.capacity = acc.memory_bytes
-        dtype = workload.dtype.lower()
-        grad_bytes = float(grad_bytes or (4 if dtype in ("bf16", "bfloat16") else 2))
+        grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
         self.options = timing.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
-                                      memory_reserve=gib_to_bytes(memory_reserve_gib))
+                                      memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
+                                      gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes)
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((
             categorical("tensor_parallel", divisors(width, self.n)),
-            categorical("pipeline_parallel", divisors(cfg.layers, self.n)),
+            categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),
             categorical("data_parallel", divisors(self.batch, self.n)),
             categorical("microbatch_size", divisors(self.batch, max_microbatch)),
-            categorical("interleaving", divisors(cfg.layers, max_interleaving)),
+            categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
             categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute)),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
@@ -200,7 +232,8 @@ class Megatron3DCostModel(CostModel):
         return {
             "gpus": (gpus != self.n) if self.use_all_gpus else (gpus > self.n),
             "batch": np.mod(self.batch, d * b) != 0,
-            "interleaving": (v > 1) & ((p == 1) | (np.mod(self.config.layers, p * v) != 0) | (np.mod(m, p) != 0)),
+            "interleaving": (v > 1) & ((p == 1) | (np.mod(m, p) != 0)),
+            "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
         }
 
     def links(self, plans: timing.Plans) -> timing.Links:
@@ -210,10 +243,11 @@ class Megatron3DCostModel(CostModel):
     def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
-        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"]
+        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
-        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"], 1.0, plans.vp)})
-        out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
+        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp)})
+        out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
+                              linear=self.linear_device)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
         out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
@@ -235,7 +269,8 @@ class Megatron3DCostModel(CostModel):
         available = (self.capacity - self.options.memory_reserve) / GIB
         tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k],
                                       "percent": 100.0 * cols[k] / cols["time"]} for k in timing.PARTS if cols[k] > 0],
-                  "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
+                  "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()
+                                     if cols[k] > 0 or k != "memory_weight_copies"]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
         tables["stages"] = self._stages(plan, cols, m)
@@ -243,7 +278,7 @@ class Megatron3DCostModel(CostModel):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
                           plan={**plan, "micro_batches": m if m == int(m) else None,
-                                "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
+                                **self.stage_layers(plan["pipeline_parallel"], plan["interleaving"]),
                                 "calibrated_accelerator": self.calibrated, "schedule": "1f1b"})
 
     def _stages(self, plan: dict, cols: dict, m: float) -> list[dict]:
@@ -257,6 +292,19 @@ class Megatron3DCostModel(CostModel):
                  "seconds": per_micro_batch, "forward_s": forward, "backward_s": per_micro_batch - forward}
                 for s in range(p)]
 
+    def stage_layers(self, p: int, v: int) -> dict:
+        """Transformer layers per pipeline stage of a plan (:mod:`.stages`): ``layers_per_stage`` (a
+        middle stage's; the common count when even) and, when uneven, the first and last stages'
+        and chunks'."""
+        lay = stages.split(self.config.layers, p, v, self.options.uneven_stages)
+        first, middle, last = (float(np.asarray(x)) for x in (lay.first_device, lay.middle_device, lay.last_device))
+        if first == middle == last:
+            return {"layers_per_stage": first}
+        return {"layers_per_stage": middle if p > 2 else first, "layers_first_stage": int(first),
+                "layers_last_stage": int(last),
+                "layers_per_chunk": [int(np.asarray(lay.first_chunk)), int(np.asarray(lay.middle_chunk)),
+                                     int(np.asarray(lay.last_chunk))]}
+
     def _reason(self, plan: dict, cols: dict) -> str:
         t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
         b, v = plan["microbatch_size"], plan["interleaving"]
@@ -265,9 +313,12 @@ class Megatron3DCostModel(CostModel):
             return f"tensor × pipeline × data = {t * p * d} GPUs {rel} the system's {self.n}"
         if self.batch % (d * b):
             return f"batch {self.batch} is not divisible by data_parallel × microbatch_size = {d * b}"
-        if v > 1 and (p == 1 or self.config.layers % (p * v) or (self.batch // (d * b)) % p):
-            return (f"interleaving {v} needs pipeline_parallel > 1, layers ({self.config.layers}) divisible by "
-                    f"pipeline × interleaving and micro-batches divisible by pipeline_parallel")
+        if v > 1 and (p == 1 or (self.batch // (d * b)) % p):
+            return (f"interleaving {v} needs pipeline_parallel > 1 and micro-batches divisible by pipeline_parallel")
+        if not bool(stages.split(self.config.layers, p, v, self.options.uneven_stages).valid):
+            return (f"pipeline {p} × interleaving {v} = {p * v} model chunks cannot split {self.config.layers} "
+                    f"layers with uneven_stages = \"{self.options.uneven_stages}\" (balanced: a divisor of the "
+                    f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving)")
         limit = (self.capacity - self.options.memory_reserve) / GIB
         if cols["memory_gib"] > limit:
             return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
@@ -286,6 +337,12 @@ class Megatron3DCostModel(CostModel):
                          "dp overlap": bool(values["dp_overlap"][i]), "time s": float(cols["time"][i]),
                          "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
         return rows
+
+    export_targets = launch.TARGETS
+
+    def export(self, plan: dict, target: str) -> tuple[str, list[str]]:
+        """The plan as Megatron-Core flags or a DeepSpeed config (:mod:`.export`)."""
+        return launch.export(self, plan, target)
 
     def plans(self) -> dict[str, Mapping]:
         """``megatron``: the Megatron-LM practitioners' rule of thumb (the largest tensor

@@ -59,11 +59,16 @@ def tensor_groups(t, d, p, gpn: int) -> tuple[np.ndarray, np.ndarray]:
 def data_groups(t, d, p, gpn: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`worst_group` of the ``t·p`` data-parallel groups (``d`` ranks ``t`` apart): the
     group of stage ``q`` and shard ``j`` starts at ``q·t·d + j`` (``q`` and ``j`` below ``gpn``
-    cover every start modulo ``gpn``)."""
+    cover every start modulo ``gpn``); the starts are folded onto their ``gpn`` residues first,
+    so a 72-GPU NVLink domain costs ``gpn²`` per plan, not ``gpn³``."""
+    t, d, p = (np.asarray(x, dtype=np.int64).reshape(-1) for x in (t, d, p))
     q, j = np.arange(gpn).repeat(gpn), np.tile(np.arange(gpn), gpn)
-    starts = (t * d)[..., None] * q + j
-    occurs = (q < p[..., None]) & (j < t[..., None])
-    return worst_group(starts, occurs, t, d, gpn)
+    starts = np.mod((t * d)[:, None] * q + j, gpn)
+    occurs = (q < p[:, None]) & (j < t[:, None])
+    rows = np.broadcast_to(np.arange(len(t))[:, None], starts.shape)
+    residue = np.zeros((len(t), gpn), bool)
+    residue[rows[occurs], starts[occurs]] = True
+    return worst_group(np.broadcast_to(np.arange(gpn), residue.shape), residue, t, d, gpn)
 
 
 def stage_hops_cross(t, d, p, gpn: int) -> np.ndarray:

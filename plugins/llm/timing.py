@@ -22,11 +22,12 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
   collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
   the GEMM is exposed. Full recomputation repeats the forward's communication.
-* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with
-  ``m = B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the
-  last the logits and loss) and ``v`` interleaved stages per device; each micro-batch crosses
-  ``2·v`` stage boundaries per device, sent with the scatter/gather optimisation (Narayanan §4.1)
-  across nodes.
+* pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with ``m =
+  B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the last the
+  logits and loss; with uneven stages, :mod:`.stages`, both may hold fewer layers than the middle
+  ones, and the busiest of first, middle and last sets the pace) and ``v`` interleaved stages per
+  device; each micro-batch crosses ``2·v`` stage boundaries per device, sent with the
+  scatter/gather optimisation (Narayanan §4.1) across nodes.
 * gradients: without ``grad_accumulation_fusion`` (Megatron-LM before mid-2022) every
   micro-batch's weight gradients are added into the main-gradient buffer by a separate kernel
   (read both, write one); fused, the weight-gradient GEMM accumulates in place.
@@ -48,7 +49,7 @@ from optmap import collectives as coll
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-from . import memory
+from . import memory, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
@@ -97,6 +98,9 @@ class Options:
     optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
     memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
+    uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
+    gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
+    weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
 
 
 @dataclass(frozen=True)
@@ -125,16 +129,18 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp) -> LayerTimes:
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
-    backward reads and writes twice their forward traffic."""
+    backward reads and writes twice their forward traffic. ``linear`` prices the four linear
+    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``."""
+    lin = linear or dev
     s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    qkv = dev.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
-    proj = dev.gemm_times(tok, h, cfg.inner / t)  # row-parallel
-    mlp_in = dev.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
-    mlp_out = dev.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
+    qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
+    proj = lin.gemm_times(tok, h, cfg.inner / t)  # row-parallel
+    mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
+    mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
     heads = np.asarray(b, float) * a / t
     scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
     softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
@@ -174,16 +180,17 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
 
 
 def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev: Device,
-             memory_capacity: float, opts: Options = Options()) -> dict[str, np.ndarray]:
-    """Iteration time with its parts and memory per GPU with its parts, per plan (SI units)."""
+             memory_capacity: float, opts: Options = Options(), linear: Device | None = None) -> dict[str, np.ndarray]:
+    """Iteration time with its parts and memory per GPU with its parts, per plan (SI units);
+    ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`)."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
     m = batch / (d * b)  # micro-batches per pipeline per iteration
-    per_stage = L / p
+    layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
 
-    lt = layer_compute(cfg, dev, b, t, sp)
+    lt = layer_compute(cfg, dev, b, t, sp, linear)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
     tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
@@ -204,19 +211,34 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                    coll.point_to_point(xfer / np.where(sp, t, 1.0), links.pp_bw, links.pp_lat))
     p2p = np.where(p > 1, 2.0 * v * hop, 0.0)
 
-    # parameters held by the first stage (layers + embeddings), the most of any stage
+    # parameters of the first stage (its layers + embeddings), a middle one and the last; the most
+    # of any stage sizes the gradients, optimizer step and memory (the last keeps an embedding copy)
     emb_params = vocab * h + cfg.max_positions * h
-    stage_params = (per_stage * cfg.layer_params + emb_params) / t
+    middle = p > 2
+    stage_params = np.maximum(np.maximum(layout.first_device, layout.last_device) * cfg.layer_params + emb_params,
+                              np.where(middle, layout.middle_device * cfg.layer_params, 0.0)) / t
     grads = opts.grad_bytes * stage_params
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
     accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
                                                                            * stage_params, kernels=1)
 
-    fwd_stage = per_stage * f_layer
-    stage = per_stage * (f_layer + b_layer + rec_layer + tp_layer) + p2p + accumulate
     first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
     last_extra = head + 2.0 * head_comm
-    extra = np.where(p > 1, np.maximum(first_extra, last_extra), first_extra + last_extra)
+    # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
+    # one or the last (layers + logits and loss); with p = 1 one device runs everything
+    per_layer = f_layer + b_layer + rec_layer + tp_layer
+    busy_first = layout.first_device * per_layer + first_extra
+    busy_last = layout.last_device * per_layer + last_extra
+    busy_middle = np.where(middle, layout.middle_device * per_layer, 0.0)
+    last_slowest = (busy_last >= busy_first) & (busy_last >= busy_middle)
+    first_slowest = ~last_slowest & (busy_first >= busy_middle)
+    per_stage = np.where(last_slowest, layout.last_device,
+                         np.where(first_slowest, layout.first_device, layout.middle_device))
+    extra = np.where(p > 1, np.where(last_slowest, last_extra, np.where(first_slowest, first_extra, 0.0)),
+                     first_extra + last_extra)
+
+    fwd_stage = per_stage * f_layer
+    stage = per_stage * per_layer + p2p + accumulate
     bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
     zero = np.asarray(plans.zero, bool) & (d > 1)
@@ -245,14 +267,21 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
-    act_layer = memory.layer_activations(cfg, b, t, sp, rc)
-    first_act = act_layer * memory.in_flight_layers(L, p, v, m) + s * b * h * schedule.in_flight(p, m) / split
-    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, b, t, sp, memory.NONE), 0.0)
+    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes)
+    in_flight = memory.in_flight_micro_batches(p, v, m)
+    first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
+    middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
+    working = np.where(rc == memory.FULL,
+                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
     logits = 6.0 * s * b * vocab / t
-    last_act = act_layer * per_stage + logits
-    activations = np.where(p > 1, np.maximum(first_act, last_act), first_act + logits) + working
+    last_act = act_layer * layout.last_device + logits
+    activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state = memory.static_bytes(stage_params, zero, d)
-    total = weights + gradients + state + activations
+    # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
+    stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
+                              np.where(middle, layout.middle_device, 0.0))
+    copies = opts.weight_copy_bytes * stage_layers * cfg.layer_params / t
+    total = weights + copies + gradients + state + activations
     gpus = t * p * d
     return {
         "time": time, **parts,
@@ -260,7 +289,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
         "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc) / (time * gpus) / 1e12,
         "gpus": gpus,
-        "memory_weights": weights, "memory_gradients": gradients, "memory_optimizer": state,
+        "memory_weights": weights, "memory_weight_copies": copies,
+        "memory_gradients": gradients, "memory_optimizer": state,
         "memory_activations": activations,
         "memory": total,
         "feasible": total <= memory_capacity - opts.memory_reserve,

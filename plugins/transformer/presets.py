@@ -76,12 +76,16 @@ LLAMA2_7B = _llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096)
 LLAMA2_70B = _llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096)
 LLAMA3_8B = _llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192)
 LLAMA3_70B = _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192)
+# Hugging Face config of meta-llama/Llama-3.1-405B (num_hidden_layers 126, hidden_size 16384, 128
+# attention heads, 8 key/value heads, intermediate_size 53248, vocab_size 128256); 8,192-token
+# pre-training sequence (Llama Team 2024, "The Llama 3 Herd of Models", §3.4.1).
+LLAMA31_405B = _llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192)
 
 PRESETS: dict[str, TransformerConfig] = {
     c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
                         GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL,
                         MEGATRON_22B, GPT3_175B, TURING_530B, MEGATRON_1T,
-                        LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B)
+                        LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B, LLAMA31_405B)
 }
 
 

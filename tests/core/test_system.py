@@ -98,7 +98,8 @@ def test_presets():
     assert V100.flops_per_s("fp16") == 125e12 and V100.flops_per_s("fp32") == 15.7e12
     assert A100.flops_per_s("bf16") == 312e12 and A100.memory_bandwidth == 2039e9
     assert TITAN_RTX.network_bandwidth == 1.25e9  # 10 Gb/s
-    assert set(PRESETS) == {"tpu-v2", "tpu-v3", "v100", "a100", "titan-rtx", "h100"}
+    # b200 and gb200 added by issue 25 (Blackwell systems)
+    assert set(PRESETS) == {"tpu-v2", "tpu-v3", "v100", "a100", "titan-rtx", "h100", "b200", "gb200"}
 
 
 def test_groupspec_validation():

@@ -10,7 +10,9 @@ from optmap.workload import (
 
 def test_dtype_bytes():
     assert dtype_bytes("fp32") == 4 and dtype_bytes("bf16") == 2 and dtype_bytes("int8") == 1
-    assert set(DTYPE_BYTES) == {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"}
+    # the core's formats; plugins add more through optmap_register_dtypes (llm: mxfp8) once a
+    # host has loaded in this process, so the table holds at least these
+    assert {"fp32", "tf32", "fp16", "bf16", "fp8", "int8"} <= set(DTYPE_BYTES)
     with pytest.raises(OptmapError, match="did you mean 'bf16'"):
         dtype_bytes("bf61")
 

@@ -17,7 +17,7 @@ def _brute_force(model, space=None):
     rows = np.concatenate(list((space or model.space).grid()))
     plans = model.plan_arrays(model.values(rows))
     bad = model.validity(plans)
-    valid = ~(bad["gpus"] | bad["batch"] | bad["interleaving"])
+    valid = ~np.logical_or.reduce(list(bad.values()))  # every rule of the model (layer split included)
     inert = ((plans.tp == 1) & plans.sp) | ((plans.dp == 1) & (plans.zero | plans.overlap))
     return rows[valid & ~inert]
 

@@ -40,7 +40,11 @@ def test_space_choices_are_divisors():
     choices = {v.name: v.choices for v in m.space.variables}
     assert tuple(choices) == DECISIONS
     assert choices["tensor_parallel"] == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)  # divisors of 96 heads, <= 64
-    assert choices["pipeline_parallel"] == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)  # of 96 layers, <= 64 GPUs
+    # divisors of 96 layers (<= 64 GPUs), and with uneven first and last stages (Megatron-Core's
+    # account-for split, uneven_stages = "balanced") the divisors of 96 + 2 = 98: 7, 14, 49
+    assert choices["pipeline_parallel"] == (1, 2, 3, 4, 6, 7, 8, 12, 14, 16, 24, 32, 48, 49)
+    even = problem(uneven_stages="never").cost_model.space.variables[1].choices
+    assert even == (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48)
     assert choices["microbatch_size"] == (1, 2, 4, 8, 16)
     assert choices["recompute"] == ("none", "selective", "full")
 

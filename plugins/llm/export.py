@@ -1,0 +1,115 @@
+"""A ``megatron-3d`` plan as launch arguments: Megatron-Core command-line flags or a DeepSpeed config.
+
+``optmap export RESULT.json --to megatron`` prints the flags of Megatron-LM's
+``pretrain_gpt.py`` (``megatron/training/arguments.py``) for the plan's parallel layout, batch,
+recomputation, precision and model shape; ``--to deepspeed`` writes the DeepSpeed config JSON
+(DeepSpeed's configuration reference: ``train_batch_size``, ``zero_optimization``,
+``tensor_parallel.autotp_size``, ...) and names, one note each, what DeepSpeed's config cannot
+express (pipeline stages are built in the model code with ``PipelineModule``; Megatron's
+sequence parallelism, selective recomputation, interleaving and FP8 have no config key).
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import memory, stages
+
+TARGETS = ("megatron", "deepspeed")
+
+
+def _layout(model, p: int, v: int, per: str = "chunk") -> tuple[int, int, int]:
+    """Layers of the first, a middle and the last model chunk (``per = "device"``: pipeline stage)."""
+    lay = stages.split(model.config.layers, p, v, model.options.uneven_stages)
+    return tuple(int(round(float(getattr(lay, f"{part}_{per}")))) for part in ("first", "middle", "last"))
+
+
+def megatron(model, plan: dict) -> tuple[str, list[str]]:
+    """Megatron-Core flags of ``plan`` (one flag and its value per line) and no notes."""
+    cfg, L = model.config, model.config.layers
+    t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
+    b, v = plan["microbatch_size"], plan["interleaving"]
+    first, middle, last = _layout(model, p, v)
+    args: list[tuple[str, object]] = [("--tensor-model-parallel-size", t), ("--pipeline-model-parallel-size", p),
+                                      ("--context-parallel-size", 1), ("--expert-model-parallel-size", 1)]
+    even = first == middle == last
+    if v > 1 and even:
+        args.append(("--num-layers-per-virtual-pipeline-stage", L // (p * v)))
+    elif v > 1:  # the account-for split: embedding and loss each take one layer's place (:mod:`.stages`)
+        args += [("--num-virtual-stages-per-pipeline-rank", v), ("--account-for-embedding-in-pipeline-split", None),
+                 ("--account-for-loss-in-pipeline-split", None)]
+    elif not even:
+        args += [("--decoder-first-pipeline-num-layers", first), ("--decoder-last-pipeline-num-layers", last)]
+    args += [("--micro-batch-size", b), ("--global-batch-size", model.batch)]
+    if plan["sequence_parallel"] and t > 1:
+        args.append(("--sequence-parallel", None))
+    if plan["recompute"] == "selective":
+        args.append(("--recompute-granularity", "selective"))
+    elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)
+        args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
+    if plan["optimizer_sharding"] and d > 1:
+        args.append(("--use-distributed-optimizer", None))
+    if plan["dp_overlap"] and d > 1:
+        args.append(("--overlap-grad-reduce", None))
+    if not model.options.grad_accumulation_fusion:
+        args.append(("--no-gradient-accumulation-fusion", None))
+    rec = model.recipe.name
+    args.append(("--fp16", None) if rec == "fp16" else ("--bf16", None))
+    if rec == "fp8":
+        args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "delayed")]
+    elif rec == "mxfp8":
+        args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")]
+    args += [("--num-layers", L), ("--hidden-size", cfg.d_model), ("--ffn-hidden-size", cfg.d_ff),
+             ("--num-attention-heads", cfg.heads), ("--kv-channels", cfg.head_dim), ("--seq-length", cfg.seq_len)]
+    if cfg.kv_heads is not None and cfg.kv_heads != cfg.heads:
+        args += [("--group-query-attention", None), ("--num-query-groups", cfg.kv_heads)]
+    if cfg.gated_mlp:
+        args.append(("--swiglu", None))
+    if not cfg.tied_output:
+        args.append(("--untie-embeddings-and-output-weights", None))
+    if not cfg.bias:
+        args.append(("--disable-bias-linear", None))
+    lines = [flag if value is None else f"{flag} {value}" for flag, value in args]
+    return " \\\n".join(lines) + "\n", []
+
+
+def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
+    """DeepSpeed config JSON of ``plan`` and one note per decision its config cannot express."""
+    t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
+    b, v = plan["microbatch_size"], plan["interleaving"]
+    rec = model.recipe.name
+    config: dict = {"train_batch_size": model.batch, "train_micro_batch_size_per_gpu": b,
+                    "gradient_accumulation_steps": model.batch // (d * b)}
+    config["fp16" if rec == "fp16" else "bf16"] = {"enabled": True}
+    config["zero_optimization"] = {"stage": 1 if plan["optimizer_sharding"] and d > 1 else 0,
+                                   "overlap_comm": bool(plan["dp_overlap"] and d > 1)}
+    if t > 1:
+        config["tensor_parallel"] = {"autotp_size": t}  # DeepSpeed AutoTP training
+    notes = []
+    if p > 1:
+        first, middle, last = _layout(model, p, v, "device")
+        split = "" if first == middle == last else (f" with {first} layers on the first stage, {middle} on each "
+                                                    f"middle one and {last} on the last")
+        notes.append(f"pipeline_parallel = {p}: not a config key; build the model as "
+                     f"deepspeed.pipe.PipelineModule(num_stages={p}){split}")
+    if v > 1:
+        notes.append(f"interleaving = {v}: DeepSpeed's pipeline engine has no interleaved schedule")
+    if plan["sequence_parallel"] and t > 1:
+        notes.append("sequence_parallel: Megatron's sequence parallelism has no DeepSpeed config key "
+                     "(DeepSpeed-Ulysses is a different scheme)")
+    if plan["recompute"] == "selective":
+        notes.append("recompute = selective: DeepSpeed checkpoints whole layers (deepspeed.checkpointing), "
+                     "not the attention core alone")
+    elif plan["recompute"] == "full":
+        notes.append("recompute = full: wrap each layer in deepspeed.checkpointing.checkpoint in the model code")
+    if model.recipe.low_precision:
+        notes.append(f"dtype = {rec}: no DeepSpeed config key; use Transformer Engine layers in the model "
+                     f"(the config trains in bf16)")
+    return json.dumps(config, indent=2) + "\n", notes
+
+
+def export(model, plan: dict, target: str) -> tuple[str, list[str]]:
+    """(text, notes) of ``plan`` for ``target`` (one of :data:`TARGETS`)."""
+    plan = {**plan, "recompute": plan["recompute"] if isinstance(plan["recompute"], str)
+            else memory.RECOMPUTE[int(plan["recompute"])]}
+    return (megatron if target == "megatron" else deepspeed)(model, plan)

@@ -1,0 +1,83 @@
+"""optmap export: a saved megatron-3d plan as Megatron-Core flags or a DeepSpeed config; bad input is one line."""
+
+import json
+
+import pytest
+
+from optmap.cli import main
+
+PROBLEM = """
+[workload]
+model = "transformer"
+preset = "llama3.1-405b"
+batch = 512
+dtype = "fp8"
+
+[system]
+topology = "dgx-h100"
+[[system.groups]]
+accelerator = "h100-sxm"
+count = 1024
+
+[cost]
+model = "megatron-3d"
+
+[search]
+engine = "megatron-3d"
+"""
+# the Llama 3 paper's 405B layout (§3.3.2): tensor 8, pipeline 16 (first and last one layer short); full
+# recomputation so that it fits the memory model at data parallel 8
+FIX = ["--fix", "tensor_parallel=8", "--fix", "pipeline_parallel=16", "--fix", "data_parallel=8",
+       "--fix", "microbatch_size=1", "--fix", "interleaving=1", "--fix", "recompute=full",
+       "--fix", "sequence_parallel=true", "--fix", "optimizer_sharding=true", "--fix", "dp_overlap=true"]
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("export")
+    (folder / "p.toml").write_text(PROBLEM)
+    assert main(["run", str(folder / "p.toml"), *FIX, "--json", str(folder / "r.json")]) == 0
+    return folder
+
+
+def test_megatron_flags(saved, capsys):
+    capsys.readouterr()
+    assert main(["export", str(saved / "r.json"), "--to", "megatron"]) == 0
+    out = capsys.readouterr().out
+    flags = [line.rstrip(" \\") for line in out.splitlines()]
+    # the pinned plan, flag by flag (126 layers over 16 stages: 7, 14 × 8, 7)
+    for want in ("--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 16",
+                 "--decoder-first-pipeline-num-layers 7", "--decoder-last-pipeline-num-layers 7",
+                 "--micro-batch-size 1", "--global-batch-size 512", "--sequence-parallel",
+                 "--recompute-granularity full", "--recompute-method uniform", "--use-distributed-optimizer",
+                 "--overlap-grad-reduce",
+                 "--bf16", "--fp8-format hybrid", "--num-layers 126", "--num-query-groups 8", "--swiglu"):
+        assert want in flags, want
+    assert not any(f.startswith("--num-layers-per-virtual-pipeline-stage") for f in flags)
+
+
+def test_deepspeed_config_and_notes(saved, capsys, tmp_path):
+    capsys.readouterr()
+    out = tmp_path / "ds.json"
+    assert main(["export", str(saved / "r.json"), "--to", "deepspeed", "--out", str(out)]) == 0
+    config = json.loads(out.read_text())
+    # batch 512 = 8 replicas × micro-batch 1 × 64 accumulation steps
+    assert config["train_batch_size"] == 512 and config["gradient_accumulation_steps"] == 64
+    assert config["zero_optimization"] == {"stage": 1, "overlap_comm": True}
+    assert config["tensor_parallel"] == {"autotp_size": 8} and config["bf16"] == {"enabled": True}
+    err = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("note: ") for line in err)
+    assert any("PipelineModule(num_stages=16) with 7 layers on the first stage" in line for line in err)
+    assert any("sequence_parallel" in line for line in err) and any("fp8" in line for line in err)
+
+
+def test_bad_input_is_one_error_line(saved, capsys, tmp_path):
+    capsys.readouterr()
+    assert main(["export", str(saved / "r.json"), "--to", "nemo"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "offers megatron, deepspeed" in err
+    assert main(["export", str(tmp_path / "none.json"), "--to", "megatron"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "x.json").write_text("{}")
+    assert main(["export", str(tmp_path / "x.json"), "--to", "megatron"]) == 2
+    assert capsys.readouterr().err.startswith("error: ")

@@ -1,0 +1,67 @@
+"""FP8 / MXFP8 recipes of megatron-3d: linear GEMMs at the FP8 peak, memory of Transformer Engine's recipe."""
+
+import pytest
+
+from optmap.errors import OptmapError
+from optmap.plugins.llm import memory
+from optmap.plugins.transformer.presets import GPT3_175B
+from optmap.problem import build_problem
+
+
+def problem(dtype="fp8", preset="llama3-70b", accelerator="h100-sxm", **cost):
+    return build_problem({
+        "workload": {"model": "transformer", "preset": preset, "batch": 64, "dtype": dtype},
+        "system": {"topology": "dgx-h100", "groups": [{"accelerator": accelerator, "count": 64}]},
+        "cost": {"model": "megatron-3d", **cost},
+        "search": {"engine": "megatron-3d"}})
+
+
+PLAN = {"tensor_parallel": 8, "pipeline_parallel": 4, "data_parallel": 2, "microbatch_size": 1, "interleaving": 1,
+        "recompute": "selective", "sequence_parallel": True, "optimizer_sharding": True, "dp_overlap": True}
+
+
+def test_fp8_activations_by_hand():
+    # GPT layer (inner = kv = h, d_ff = 4h), t = 1: the saved linear-layer inputs take 1 byte:
+    # replicated 4 (LN inputs) + 2 (LN outputs, FP8) + 2 (masks) = 8 sbh; sharded Q, K, V 6 sbh +
+    # projection input 1 sbh + MLP-in output 8 sbh + MLP-out input 4 sbh = 19 sbh (bf16: 10 + 24)
+    cfg, b = GPT3_175B, 1
+    s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
+    sbh = s * b * h
+    got = float(memory.layer_activations(cfg, b, 1, False, memory.NONE, gemm_input_bytes=1.0))
+    assert got == pytest.approx(sbh * (27 + 5 * a * s / h))
+
+
+def test_fp8_linear_gemms_run_at_the_fp8_peak_with_the_bf16_fraction():
+    m = problem().cost_model
+    lin, dev = m.linear_device, m.device
+    assert lin.peak_flops == pytest.approx(1978.9e12) and lin.eff.gemm == dev.eff.gemm  # datasheet; default
+    # a large compute-bound GEMM (8192³): the FP8 time is the bf16 time × 989.4 / 1978.9
+    launch = dev.eff.launch
+    ratio = (float(lin.gemm_time(8192, 8192, 8192)) - launch) / (float(dev.gemm_time(8192, 8192, 8192)) - launch)
+    assert ratio == pytest.approx(989.4 / 1978.9)
+    assert problem(fp8_gemm_efficiency=0.5).cost_model.linear_device.eff.gemm == 0.5
+
+
+def test_fp8_memory_keeps_16_bit_weights_and_adds_fp8_copies():
+    fp8, bf16 = problem().cost_model, problem("bf16").cost_model
+    r8, r16 = (m.evaluate(m.space.mapping(PLAN)) for m in (fp8, bf16))
+    rows8 = {r["part"]: r["GiB"] for r in r8.tables["memory_per_gpu"]}
+    rows16 = {r["part"]: r["GiB"] for r in r16.tables["memory_per_gpu"]}
+    assert rows8["weights (16-bit)"] == pytest.approx(rows16["weights (16-bit)"])
+    assert "FP8 weight copies" not in rows16
+    # FP8 copy + FP8 transpose: 2 bytes per linear weight of the stage's 20 layers, over 8 ranks
+    cfg = fp8.config
+    assert rows8["FP8 weight copies"] == pytest.approx(2 * 20 * cfg.layer_params / 8 / 2**30)
+    assert rows8["activations"] < rows16["activations"]
+    # faster, but less than twice: attention core, element-wise kernels and messages stay 16-bit
+    t8, t16 = r8.metrics["time"], r16.metrics["time"]
+    assert t16 / 2 < t8 < t16
+
+
+def test_refusals_are_one_line():
+    with pytest.raises(OptmapError, match="mxfp8 peak"):
+        problem("mxfp8")
+    with pytest.raises(OptmapError, match="16-bit GEMMs only"):
+        problem(compute="shared")
+    with pytest.raises(OptmapError, match='not 16-bit: use "bf16"'):
+        problem("fp32")
