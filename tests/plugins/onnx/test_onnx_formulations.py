@@ -1,4 +1,5 @@
-"""An imported GPT block meets the formulations: each refuses it in one line that says what to use."""
+"""Imported graphs meet the formulations: a CNN with data movement maps with DSM and MARS; a GPT
+block is refused in one line that says what to use."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from onnx import numpy_helper
 
 from optmap.errors import OptmapError
+from optmap.plugins.dsm.layers import build_graph
+from optmap.plugins.mars.layers import layer_graph
 from optmap.plugins.onnx import read_onnx
 from optmap.problem import load
 
@@ -73,3 +76,27 @@ def test_dsm_names_the_transformer_planners(tmp_path):
     with pytest.raises(OptmapError, match=r"layer 'scores'.*cannot price op 'matmul'.*acctfm or megatron-3d") as err:
         make_problem(_problem("dsm/small.toml", tmp_path))
     assert "\n" not in str(err.value)
+
+
+def test_an_imported_cnn_with_relu6_and_a_channel_shuffle_maps_with_dsm_and_mars(tmp_path):
+    # x (N, 4, 8, 8) -> conv1 3x3 (8, no bias) -> Clip(0, 6) -> Reshape (2, 4, 8, 8) -> Transpose
+    # -> Reshape (8, 8, 8) -> Slice channels 0:4 -> conv2 3x3 (8) -> GlobalAveragePool -> Flatten -> Gemm.
+    nodes = [node("Conv", ["x", "w1"], ["c1"], "conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Clip", ["c1", "zero", "six"], ["r1"], "relu6"), node("Reshape", ["r1", "s5"], ["g"], "group"),
+             node("Transpose", ["g"], ["t"], "shuffle", perm=[0, 2, 1, 3, 4]),
+             node("Reshape", ["t", "s4"], ["u"], "ungroup"), node("Slice", ["u", "st", "en", "ax"], ["h"], "half"),
+             node("Conv", ["h", "w2"], ["c2"], "conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("GlobalAveragePool", ["c2"], ["p"], "gap"), node("Flatten", ["p"], ["f"], "flatten"),
+             node("Gemm", ["f", "wf", "bf"], ["y"], "fc", transB=1)]
+    inits = [weight("w1", 8, 4, 3, 3), weight("w2", 8, 4, 3, 3), weight("wf", 10, 8), weight("bf", 10, value=0.1),
+             *[numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("zero", 0.0), ("six", 6.0))],
+             ints("s5", -1, 2, 4, 8, 8), ints("s4", -1, 8, 8, 8), ints("st", 0), ints("en", 4), ints("ax", 1)]
+    m = model(nodes, [value("x", "N", 4, 8, 8)], [value("y", "N", 10)], inits)
+    w = read_onnx(save(m, tmp_path / "shuffle.onnx"), batch=2, dtype="fp16")
+    assert w.layer("relu6").op == "activation"
+    dsm = build_graph(w)
+    assert [layer.name for layer in dsm.layers] == ["conv1", "conv2", "fc"]
+    # conv1's SFPs: ReLU6 (read + write, 512 outputs), the transpose (512) and slice (256) copies
+    # (read + write each); the reshapes are views: 2 * 512 + 2 * 512 + 2 * 256 = 2,560 accesses.
+    assert dsm.layer("conv1").aux_fwd == 2_560
+    assert [n.name for n in layer_graph(w).layers] == ["conv1", "conv2"]

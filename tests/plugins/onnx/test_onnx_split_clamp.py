@@ -37,6 +37,15 @@ def test_split_to_sequence_gives_q_k_v(tmp_path, split):
     assert w.params == 192
 
 
+def test_split_with_num_outputs(tmp_path):
+    # opset 18's Split(num_outputs=3), as torch exports .chunk(3, dim=2) with the optimiser on.
+    nodes = [node("MatMul", ["x", "w"], ["qkv"], "c_attn"),
+             node("Split", ["qkv"], ["q", "k", "v"], "split", axis=2, num_outputs=3), node("Sum", ["q", "k", "v"], ["y"], "m")]
+    m = model(nodes, [value("x", "N", S, D)], [value("y", "N", S, D)], [weight("w", D, 3 * D)], opset=18)
+    w = read_onnx(save(m, tmp_path / "chunk.onnx"), batch=2)
+    assert [(w.layer(f"split.{i}").op, w.layer(f"split.{i}").out_shape) for i in range(3)] == [("slice", (S, D))] * 3
+
+
 def test_uneven_chunks(tmp_path):
     # x.split(3, dim=1) of (N, 8, 4): chunks of 3, 3 and 2 rows (ONNX: the last chunk is smaller).
     nodes = [node("SplitToSequence", ["x", "three"], ["seq"], "split", axis=1),
