@@ -1,6 +1,7 @@
 """Contractions, pooling, normalisation and fused attention (shapes are per sample: no batch).
 
-* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d. ``Gemm``, and
+* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d; the zero bias an
+  exporter gives a bias-free convolution is no bias (:func:`_has_bias`). ``Gemm``, and
   ``MatMul`` with a constant weight -> linear (a MatMul followed by the Add of a constant bias is
   one linear with bias, as torch exports nn.Linear on sequences). ``MatMul`` of two activations
   -> matmul (attention scores and context).
