@@ -106,10 +106,10 @@ class Megatron3DCostModel(CostModel):
         project's compute model (``optmap.compute``) with the accelerator's measured calibration
         (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
-            raise OptmapError(f"the megatron-3d cost model plans a transformer given by its sizes, and workload "
-                              f"'{workload.name}' is a layer graph (an imported ONNX model has no sizes to plan by): "
-                              f"use [workload] model = \"transformer\" with the model's preset or layers, d_model, "
-                              f"heads, d_ff, seq_len, vocab")
+            raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
+                              f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
+                              f"vocab (workload '{workload.name}' is a layer graph: an imported ONNX model has no "
+                              f"sizes to plan by)")
         cfg = workload.config
         if cfg.kind not in ("decoder-only", "encoder"):
             raise OptmapError(f"megatron-3d plans a stack of identical layers (decoder-only or encoder), "
