@@ -17,6 +17,7 @@ import numpy as np
 from optmap.compute import read_preset, with_calibration
 from optmap.compute.fit import fit_calibration
 from optmap.plugins.accpar.model import AccParCostModel
+from optmap.host import load_host
 from optmap.plugins.hardware import PRESET_FILES, h100, topologies
 from optmap.plugins.zoo.models import vgg19
 from optmap.system import GroupSpec
@@ -45,7 +46,7 @@ def main() -> None:
         print(f"{label:24s} {rate(model, X):10,.0f} evaluations/s  (VGG-19, 16 devices, batch of 4096)")
     c = h100.ceilings()
     start = time.perf_counter()
-    fit_calibration(h100.samples(), dtype="bf16", copy_bandwidth=c["copy_bandwidth"], kernel_s=h100.KERNEL_S,
+    fit_calibration(h100.samples(load_host()), dtype="bf16", copy_bandwidth=c["copy_bandwidth"], kernel_s=h100.KERNEL_S,
                     gemm_flops=c["gemm_flops"])
     print(f"fit of the h100-sxm calibration: {time.perf_counter() - start:.2f} s")
 

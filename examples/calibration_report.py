@@ -18,6 +18,7 @@ import numpy as np
 from optmap.compute import calibration_of, read_preset, write_preset
 from optmap.compute.fit import cross_validate, error_rows, fit_calibration, predict
 from optmap.compute.step import training_step
+from optmap.host import load_host
 from optmap.plugins.hardware import PRESET_FILES, h100
 from optmap.plugins.zoo.models import MODELS
 
@@ -50,7 +51,7 @@ Written by examples/calibration_report.py; see docs/calibration.md for the model
 
 
 def fit_all():
-    samples, ceilings = h100.samples(), h100.ceilings()
+    samples, ceilings = h100.samples(load_host()), h100.ceilings()
     options = {"dtype": h100.DTYPE, "copy_bandwidth": ceilings["copy_bandwidth"], "kernel_s": h100.KERNEL_S,
                "gemm_flops": ceilings["gemm_flops"],
                "source": "fit to optmap measurements/h100-sxm (1376 GEMM and CNN-layer timings)"}

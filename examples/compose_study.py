@@ -44,7 +44,7 @@ def _row(label: str, result, seconds: float, alone: float) -> str:
     plan = result.report.plan
     devices = ", ".join(str(int(d.split("..")[1]) - int(d.split("..")[0]) + 1) for d in plan["stage_devices"])
     return (f"| {label} | {result.values['time']:.4g} | {alone / result.values['time']:.2f}x | {plan['stages']} | "
-            f"{plan['microbatches']} | {devices} | {seconds:.1f} |\n")
+            f"{plan['micro_batches']} | {devices} | {seconds:.1f} |\n")
 
 
 def study(name: str, generic: list[str], evaluations: int) -> str:

@@ -4,8 +4,8 @@
 
 Every run of :mod:`optmap.plugins.llm.published` is predicted with the published decisions pinned
 (Megatron-LM's defaults for what a paper does not report) and the rest chosen by the planner; the
-A100 constants are those of :mod:`optmap.plugins.llm.compute` (fitted by ``python -m
-optmap.plugins.llm.calibration``); the held-out errors are recomputed here by leaving each
+A100 constants are those of :mod:`optmap.plugins.llm.compute` (fitted by ``python
+examples/calibrate_llm.py``); the held-out errors are recomputed here by leaving each
 Megatron-LM source out of the fit. The same runs are also predicted with the cost model's default
 options (today's Megatron-LM) and with the interleaving left to the planner, to show what those
 choices are worth, and Narayanan's Table 1 in teraFLOP/s per GPU (hardware and model FLOPs).
@@ -76,7 +76,8 @@ def _choices(case, name: str) -> tuple:
 
 
 def main() -> None:
-    cs = calibration.cases()
+    host = load_host()
+    cs = calibration.cases(host=host)
     table = calibration.grid(cs)
     source = np.array([c.run.source for c in cs])
     rows = []
@@ -94,13 +95,14 @@ def main() -> None:
                     f"| {src} | {calibration.summary(err)} |")
     errors = "| constants | runs | error |\n|---|---|---|\n" + "\n".join(rows)
 
-    defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}))) for c in cs]
+    defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}), host=host)) for c in cs]
     table2_free = [replace(c, allowed={**c.allowed, "interleaving": np.array(_choices(c, "interleaving"), dtype=object)})
                    if c.run.source == "narayanan-t2" else c for c in cs]  # Korthikanti's degrees are known
     table1_none = [replace(c, allowed={**c.allowed, "interleaving": np.array([1], dtype=object)})
                    if c.run.source == "narayanan-t1" else c for c in cs]
-    measured = load_host().get("accelerator", "a100-sxm").resolve()
-    shared = [replace(c, model=calibration.model_for(c.run, accelerator=measured, compute="shared")) for c in cs]
+    measured = host.get("accelerator", "a100-sxm").resolve()
+    shared = [replace(c, model=calibration.model_for(c.run, accelerator=measured, compute="shared", host=host))
+              for c in cs]
     variants = "| variant | runs | error |\n|---|---|---|\n" + "\n".join([
         variant(defaults, "cost-model defaults (2022 software) for every run"),
         variant(table1_none, "Table 1 without interleaving (the convention before issue 24)"),

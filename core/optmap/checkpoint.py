@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from optmap.errors import OptmapError
-from optmap.output import atomic_write, json_text
+from optmap.output import atomic_write, json_text, write_failure
 
 FORMAT = "optmap-checkpoint/1"
 
@@ -103,8 +103,8 @@ class Checkpoint:
         try:
             atomic_write(self.path, json_text(payload, indent=None))
         except OSError as exc:  # the search goes on; its result is saved elsewhere if need be
-            print(f"warning: checkpoint {self.path} cannot be written ({exc.strerror or exc}); the search goes on "
-                  f"without checkpoints", file=sys.stderr)
+            print(f"warning: checkpoint {self.path} cannot be written ({write_failure(exc, self.path)}); the search "
+                  f"goes on without checkpoints", file=sys.stderr)
             self.path = None
             return
         self.saves += 1

@@ -50,6 +50,17 @@ def single_threaded_blas() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
+def _displaced_exit() -> int:
+    """0, or 3 (:data:`optmap.output.DISPLACED_EXIT`) when an output had to be saved elsewhere
+    than asked. The module is looked up, not imported: a command that wrote nothing never loads it."""
+    output = sys.modules.get("optmap.output")
+    if output is None or not output.displaced:
+        return 0
+    where = ", ".join(f"{asked} -> {written}" for asked, written in output.displaced)
+    print(f"note: exit status {output.DISPLACED_EXIT}: not written where asked ({where})", file=sys.stderr)
+    return output.DISPLACED_EXIT
+
+
 def main(argv: list[str] | None = None) -> int:
     parser, functions = build_parser()
     args = parser.parse_args(argv)  # neither imports numpy
@@ -59,12 +70,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if "optmap.output" in sys.modules:  # an earlier command in this process (tests, notebooks)
+        sys.modules["optmap.output"].displaced.clear()
     try:
-        return functions[args.command](args)
+        code = functions[args.command](args)
+        return _displaced_exit() if code == 0 else code
     except OptmapError as exc:
         if args.debug:
             raise
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)  # always one line
+        return 2
+    except ModuleNotFoundError as exc:  # an optional dependency imported where it is used
+        from optmap.extras import needs
+
+        known = needs(exc, f"optmap {args.command}")
+        if known is None or args.debug:
+            raise
+        print(f"error: {known}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

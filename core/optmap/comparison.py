@@ -15,6 +15,12 @@ largest, the gap is how far below it an engine stays, and the speedup is engine 
 
 An engine that fails (say, no feasible mapping within the budget) is counted in ``failed`` and
 the comparison goes on; every engine is built (options, capabilities) before any run starts.
+
+Ctrl-C (or SIGTERM, or a stop requested through the evaluator) stops the comparison as a whole:
+the run it reached ends like an interrupted ``optmap run`` (its best so far is kept), no further
+run starts, and ``interrupted`` says so. The table counts per engine the runs that were cut
+short or never started (``interrupted``); their values count towards the best known value but
+not towards the engine's statistics, which are those of its finished runs.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -34,6 +41,7 @@ from optmap.run import SearchFailed, make_engine, solve
 from optmap.search import Budget, SearchResult
 
 CLOSE = 0.01  # "within 1 % of the best known value"
+GAP_FLOOR = 1e-4  # percent: the figure's log axis draws smaller gaps (the best known value) here
 
 
 @dataclass
@@ -47,6 +55,8 @@ class Comparison:
     best_known_source: str
     runs: list[SearchResult] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    senses: tuple[str, ...] = ("min",)
+    interrupted: bool = False  # stopped by Ctrl-C / SIGTERM before every run finished
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,15 +65,29 @@ class Comparison:
             "baseline": self.baseline,
             "best_known": self.best_known,
             "best_known_source": self.best_known_source,
+            "senses": list(self.senses),
+            "interrupted": self.interrupted,
             "rows": self.rows,
             "runs": [run.to_json() for run in self.runs],
         }
 
-    def json_text(self) -> str:
-        """The table and every run (mapping, report, history), as strict JSON."""
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "Comparison":
+        """A saved comparison (``compare --json``) again, to redraw its figure."""
+        from optmap.saved import result_from_json
+
+        best = data.get("best_known")
+        return cls(data.get("problem") or "?", data["objective"], data.get("baseline"),
+                   float("nan") if best is None else float(best),
+                   data.get("best_known_source", "best found"), [result_from_json(run) for run in data["runs"]],
+                   list(data["rows"]), tuple(data.get("senses") or ("min",)), bool(data.get("interrupted", False)))
+
+    def json_text(self, provenance: dict[str, Any] | None = None) -> str:
+        """The table and every run (mapping, report, history), as strict JSON, with the
+        ``provenance`` of the file when given (:mod:`optmap.provenance`)."""
         from optmap.output import json_text
 
-        return json_text(self.to_json())
+        return json_text({**self.to_json(), **({"provenance": provenance} if provenance else {})})
 
     def csv_texts(self) -> tuple[str, str]:
         """The table, and every run's best-so-far history, as CSV texts."""
@@ -78,11 +102,13 @@ class Comparison:
         return table.getvalue(), history.getvalue()
 
     def plot(self) -> bytes:
-        """A PNG of best-so-far against evaluations, one line per engine, and each engine's
-        per-layer compute and communication seconds beside it (when the cost model reports layers).
+        """A PNG of each engine's gap to the best known value against evaluations (both axes
+        logarithmic, so engines a thousandfold apart stay readable), and each engine's per-layer
+        compute and communication seconds beside it (when the cost model reports layers).
 
         The line is the median over seeds (band: min to max); an engine that scores a single
-        plan (a fixed plan, a DP) is a dashed horizontal line at its value.
+        plan (a fixed plan, a DP) is a dashed horizontal line at its gap. A gap below
+        ``GAP_FLOOR`` percent (the best known value itself) is drawn at the floor.
         """
         from optmap.plots import has_layers, layer_bars, pyplot
 
@@ -97,30 +123,36 @@ class Comparison:
         if layered:
             layer_bars(panels[0][1], layered)
         longest = max((run.evaluations for run in self.runs), default=1)
-        positive = True
+        sign = -1.0 if self.senses[0] == "max" else 1.0
+
+        def gap(values) -> np.ndarray:
+            return gap_percent(values, self.best_known, sign)
+
         for index, name in enumerate(engines):
             colour = f"C{index % 10}"
             mine = [r for r in self.runs if r.engine == name and r.values]
             if not mine:
                 continue
-            positive &= all(r.values[self.objective] > 0 for r in mine)
             if max(r.evaluations for r in mine) <= 1 or max(len(r.history) for r in mine) <= 1:
-                value = float(np.median([r.values[self.objective] for r in mine]))
-                axes.axhline(value, color=colour, linestyle="--", linewidth=1.2, label=name)
+                value = gap(np.median([r.values[self.objective] for r in mine]))
+                axes.axhline(float(value), color=colour, linestyle="--", linewidth=1.2, label=name)
                 continue
             grid = np.unique(np.concatenate([[h.evaluations for h in r.history] for r in mine]))
-            curves = np.array([_best_at(r, grid) for r in mine])
+            with np.errstate(invalid="ignore"):  # inf before a run's first feasible mapping: not drawn
+                curves = gap(np.array([_best_at(r, grid, sign) for r in mine]))
             axes.step(grid, np.median(curves, 0), where="post", color=colour, label=name)
             if len(mine) > 1:
                 axes.fill_between(grid, curves.min(0), curves.max(0), step="post", color=colour, alpha=0.15)
         axes.set_xscale("log")
+        axes.set_yscale("log")
         axes.set_xlim(1, max(longest, 10))
-        if positive:
-            axes.set_yscale("log")
-        axes.axhline(self.best_known, color="black", linewidth=0.6, linestyle=":")
+        axes.axhline(GAP_FLOOR, color="black", linewidth=0.6, linestyle=":", label=f"reached (< {GAP_FLOOR:g} %)")
         axes.set_xlabel("evaluations")
-        axes.set_ylabel(f"best {self.objective}")
-        axes.set_title(f"{self.problem} ({self.best_known_source} {self.best_known:.5g})", fontsize=10)
+        unit = next((r.units.get(self.objective) for r in self.runs if r.units.get(self.objective)), "")
+        axes.set_ylabel(f"gap to best known {self.objective} (%)")
+        cut = ", interrupted" if self.interrupted else ""
+        axes.set_title(f"{self.problem} ({self.best_known_source} {self.best_known:.5g}{' ' + unit if unit else ''}"
+                       f"{cut})", fontsize=10)
         axes.legend(fontsize=8)
         figure.tight_layout()
         image = io.BytesIO()
@@ -129,12 +161,20 @@ class Comparison:
         return image.getvalue()
 
 
-def _best_at(run: SearchResult, grid: np.ndarray) -> np.ndarray:
-    """A run's best-so-far after each number of evaluations in ``grid`` (inf before its first)."""
+def gap_percent(values, best_known: float, sign: float = 1.0) -> np.ndarray:
+    """How far ``values`` are from ``best_known``, in percent of it (``sign`` -1: a maximised
+    objective), floored at ``GAP_FLOOR`` so that the best known value itself sits on a log axis."""
+    scale = abs(best_known) or 1.0
+    return np.maximum(100 * sign * (np.asarray(values, float) - best_known) / scale, GAP_FLOOR)
+
+
+def _best_at(run: SearchResult, grid: np.ndarray, sign: float = 1.0) -> np.ndarray:
+    """A run's best-so-far after each number of evaluations in ``grid`` (before its first: the
+    worst value, inf for a minimised objective, -inf for a maximised one, ``sign`` -1)."""
     evaluations = np.array([h.evaluations for h in run.history])
     best = np.array([h.best for h in run.history])
     index = np.searchsorted(evaluations, grid, side="right") - 1
-    return np.where(index >= 0, best[np.maximum(index, 0)], np.inf)
+    return np.where(index >= 0, best[np.maximum(index, 0)], sign * np.inf)
 
 
 def _first_within(run: SearchResult, target: float, sign: float) -> tuple[float, float]:
@@ -189,18 +229,20 @@ def compare(
     runs: list[SearchResult] = []
     failed: dict[str, int] = {name: 0 for name in engines}
     exact_values = []
+    interrupted = False
     with contextlib.ExitStack() as stack:
         scorer = None
         if workers or scheduler:
             from optmap.parallel import ParallelScorer
 
             scorer = stack.enter_context(ParallelScorer(problem.cost_model, workers, scheduler))
-        for name in engines:
-            for seed in seeds:
+        try:
+            for name, seed in itertools.product(engines, seeds):
                 if on_start is not None:
                     on_start(name, seed)
                 try:
-                    run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress, batch_evaluate=scorer)
+                    run = solve(problem, engine=name, seed=seed, budget=budget, progress=progress,
+                                batch_evaluate=scorer)
                 except SearchFailed as failure:
                     failed[name] += 1
                     run = failure.result
@@ -210,7 +252,14 @@ def compare(
                     exact_values.append(run.values[objective])
                 if on_run is not None:
                     on_run(run)
+                if run.stopped == "interrupted":  # Ctrl-C / SIGTERM stops the comparison, not just this run
+                    interrupted = True
+                    break
+        except KeyboardInterrupt:  # between runs, or a second Ctrl-C: what finished is kept
+            interrupted = True
     found = [run.values[objective] for run in runs if run.values]
+    if not found and interrupted:
+        raise KeyboardInterrupt  # nothing to keep: the command line says "interrupted", exit 130
     if not found:
         errors = [f"{run.engine} (seed {run.seed}): {run.extra['error']}" for run in runs if run.extra.get("error")]
         raise OptmapError(f"no run produced a result: {errors[0]}" if errors else
@@ -220,12 +269,15 @@ def compare(
         best_known, source = best(exact_values), "exact optimum"
     else:
         best_known, source = best(found), "best found"
-    table = Comparison(problem.name, objective, baseline, best_known, source, runs)
+    table = Comparison(problem.name, objective, baseline, best_known, source, runs,
+                       senses=tuple(problem.senses or ("min",)), interrupted=interrupted)
     target = best_known + sign * CLOSE * abs(best_known)
-    base = [r.values[objective] for r in runs if r.engine == baseline and r.values]
+    base = [r.values[objective] for r in runs
+            if r.engine == baseline and r.values and r.stopped != "interrupted"]
     base_value = float(np.mean(base)) if base else None
     for name in engines:
-        mine = [r for r in runs if r.engine == name and r.values]
+        cut = sum(r.engine == name and r.stopped == "interrupted" for r in runs)
+        mine = [r for r in runs if r.engine == name and r.values and r.stopped != "interrupted"]
         values = np.array([r.values[objective] for r in mine]) if mine else np.array([math.nan])
         reach = [_first_within(r, target, sign) for r in mine]
         mean = float(values.mean())
@@ -243,6 +295,8 @@ def compare(
             "evaluations": _mean(r.evaluations for r in mine),
             "wall_seconds": _mean(r.seconds for r in mine),
         }
+        if interrupted:  # runs cut short or never started: not in this row's statistics
+            row["interrupted"] = cut + len(seeds) - sum(r.engine == name for r in runs)
         if baseline is not None:
             ratio = (base_value / mean if sign > 0 else mean / base_value) if base_value and mean else math.nan
             row["speedup"] = float(ratio)

@@ -23,6 +23,17 @@ BATCH = "batch"  # evaluate_batch(X) scores a whole population in one vectorised
 
 SENSES = ("min", "max")
 
+# Standard metric names: what composition relies on (a pipeline of stages adds its stages'
+# ``time``, adds in-flight activations to their ``memory_bytes`` and checks it against a
+# device's memory). A formulation that computes one of these reports it under this name and
+# unit, besides any names of its own (``memory_gib``, ``storage_bytes``, ...).
+TIME = "time"  # seconds of one step of the workload (an iteration, an inference, a period)
+MEMORY = "memory_bytes"  # peak bytes held on one device, the fullest device of the mapping
+STANDARD_METRICS = {
+    TIME: "seconds of one step of the workload (iteration, inference or pipeline period)",
+    MEMORY: "peak bytes held per device (the fullest device), weights, gradients, state and activations",
+}
+
 
 @dataclass(frozen=True)
 class LayerCost:
@@ -44,9 +55,24 @@ class CostReport:
     objective); ``plan`` is a JSON-friendly description of the decisions; ``layers`` the
     per-layer breakdown; ``tables`` any other breakdown as named tables of rows (one dict per
     row, the same keys in each: per pipeline stage, per device, per accelerator set), which
-    ``optmap run`` prints and the JSON result keeps. ``children`` holds the reports of the
-    formulations a composite one nests (per pipeline stage: ``{"stage1": CostReport, ...}``),
-    shown by ``run`` / ``show`` and kept, nested, in the JSON result.
+    ``optmap run`` prints and the JSON result keeps. Column names carry their unit
+    (``"seconds"``, ``"GiB"``, ``"stage us"``).
+
+    Stages (a convention every formulation that runs layers in pipeline stages follows, so that
+    ``optmap show RESULT --plot`` draws its schedule, :mod:`optmap.timeline`, and composite
+    formulations can read their parts' stages):
+
+    - ``tables["stages"]``: one row per stage in pipeline order, with ``stage`` (its label, e.g.
+      ``"FPGA 3"`` or ``"2: layers 13-24"``) and ``seconds`` (one micro-batch through the stage,
+      forward and backward with its transfers: the ``t_s`` of :func:`optmap.schedule.pipeline_time`);
+      optionally ``forward_s`` and ``backward_s``, its two passes (without them the whole of
+      ``seconds`` is drawn as one box per micro-batch);
+    - in ``plan``: ``micro_batches`` (``m``, default 1), ``schedule`` (``"1f1b"`` or ``"gpipe"``,
+      default ``"1f1b"``) and ``interleaving`` (model chunks per device, ``v``, default 1).
+
+    ``children`` holds the reports of the formulations a composite one nests (per pipeline
+    stage: ``{"stage1": CostReport, ...}``), shown by ``run`` / ``show`` and kept, nested, in
+    the JSON result.
     """
 
     metrics: dict[str, float]
@@ -96,7 +122,9 @@ class CostModel(ABC):
       writes is refused at load, never silently ignored (``System.options_given`` says what the
       file set);
     - :meth:`evaluate_batch`: scores a population; the default loops over :meth:`evaluate`;
-    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with.
+    - :meth:`plans`: named plans (a baseline, a paper's fixed plans) engines may seed with;
+    - ``prepare(rows)``: one-off set-up (e.g. loading compiled code) before a search that will
+      score about ``rows`` plans starts its clock; see :meth:`optmap.search.Evaluator.prepare`.
     """
 
     space: DesignSpace

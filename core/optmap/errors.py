@@ -5,8 +5,13 @@ class OptmapError(Exception):
     """A user-facing error: what went wrong, where, and how to fix it, in one line.
 
     The CLI prints ``error: <message>`` and exits with code 2. Internal bugs raise any other
-    exception and keep their traceback.
+    exception and keep their traceback. ``problems`` lists every problem found, one line each,
+    when a check found several (``optmap validate`` prints them all); the message is the first.
     """
+
+    def __init__(self, message: object = "", problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [str(message)]
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -7,15 +7,34 @@ factory's annotated signature, so a plugin declares its options simply by its pa
 when the name is used, which keeps ``optmap plugins`` fast.
 
 What each kind of factory must return is a small contract checked once, when it is built
-(:mod:`optmap.contracts`): a :class:`~optmap.workload.Workload`, an
+(:mod:`optmap.problem.common` and :mod:`optmap.run`): a :class:`~optmap.workload.Workload`, an
 :class:`~optmap.system.Accelerator`, a :class:`~optmap.system.System`, a
-:class:`~optmap.cost.CostModel`, a :class:`~optmap.search.SearchEngine`.
+:class:`~optmap.cost.CostModel` (:func:`optmap.cost.missing`), a
+:class:`~optmap.search.SearchEngine` (:func:`optmap.search.engine.missing`).
+
+A factory that declares a keyword-only parameter ``host`` receives the :class:`optmap.host.Host`
+building it (never a problem-file key): that is how one plugin uses another, by registered name
+(``host.build("workload", "transformer", options={...})``), never by importing it. A plugin that
+needs another one says so with :func:`optmap_plugin_requires`.
 """
 
 import pluggy
 
 hookspec = pluggy.HookspecMarker("optmap")
 hookimpl = pluggy.HookimplMarker("optmap")
+
+
+@hookspec
+def optmap_plugin_requires():
+    """The names of the plugins this plugin needs (entry-point names): ``return ["transformer"]``.
+
+    Called once per plugin when the host loads, before its registration hooks. A plugin whose
+    required plugin is disabled (``-p no:NAME``, ``OPTMAP_DISABLE_PLUGINS``), failed to load, is
+    not installed or is itself left out is left out with everything it registers, and the reason
+    names both plugins; asking for one of its names (a problem's ``[cost] model``, ...) is refused
+    in one line with that reason (:attr:`optmap.host.Host.withheld`). Declare a plugin you use by
+    registered name through the host; importing another plugin's modules is not allowed.
+    """
 
 
 @hookspec

@@ -10,6 +10,9 @@ Failures are named, never a bare traceback:
   :attr:`Host.failures` (the command line prints it as one warning line), and every other
   command still works. Asking for a name only that plugin would have provided says so.
 - a module the user asked for with ``--plugin`` is fatal: an :class:`OptmapError` naming it.
+- a plugin that needs another one (hook ``optmap_plugin_requires``) is left out when that one is
+  disabled, failed, absent or left out itself (:mod:`optmap.requirements`); the names it would
+  have registered are kept in :attr:`Host.withheld`, and asking for one says why, naming both.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import pluggy
 
 from optmap import hookspecs
 from optmap.errors import OptmapError, did_you_mean
-from optmap.registry import Entry, describe_exception, one_line
+from optmap.registry import DefaultFor, Entry, describe_exception, one_line
+from optmap.requirements import requirements, unmet
 
 __all__ = ["KINDS", "Entry", "Host", "call_with_options", "load_host", "one_line"]
 
@@ -63,15 +67,29 @@ class Host:
     failures: dict[str, str] = field(default_factory=dict)  # plugin name -> one-line reason
     disabled: tuple[str, ...] = ()
     installed: set[str] = field(default_factory=set)  # every installed plugin's name, disabled ones too
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # plugin -> the plugins it needs
+    left_out: dict[str, str] = field(default_factory=dict)  # plugin -> why (a plugin it needs is missing)
+    # kind -> name -> the left-out plugin that would have registered it
+    withheld: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def get(self, kind: str, name: str) -> Entry:
         """The entry registered under ``name``, or a one-line error with a suggestion."""
         registry = self.registries[kind]
+        label = kind.replace("_", " ")
+        plugin = self.withheld.get(kind, {}).get(name)
+        if name not in registry and plugin:
+            raise OptmapError(f"{label} '{name}' is unavailable: {self.left_out[plugin]}")
         if name not in registry:
-            label = kind.replace("_", " ")
             failed = "".join(f"; note: plugin '{p}' failed to load ({reason})" for p, reason in self.failures.items())
-            raise OptmapError(f"unknown {label} '{name}'{did_you_mean(name, registry)}{failed}")
+            raise OptmapError(f"unknown {label} '{name}'{did_you_mean(name, registry)}{failed}{self._disabled_note()}")
         return registry[name]
+
+    def _disabled_note(self) -> str:
+        """Which disabled plugins other plugins need (so an unknown name may be theirs)."""
+        needed = {p: [q for q, reqs in self.requires.items() if p in reqs] for p in self.disabled}
+        return "".join(f"; note: plugin '{p}' is disabled (-p no:{p}), and plugin(s) "
+                       f"{', '.join(repr(q) for q in users)} that need it are left out"
+                       for p, users in needed.items() if users)
 
     def build(self, kind: str, name: str, *args: Any, options: dict[str, Any] | None = None,
               where: str = "") -> Any:
@@ -179,7 +197,7 @@ def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, d
     for kind, function in impls.items():
         label = kind.replace("_", " ")
 
-        def register(name: str, target: Any, _kind: str = kind, _label: str = label) -> None:
+        def register(name: str, target: Any, _kind: str = kind, _label: str = label, *, default: Any = None) -> None:
             if not isinstance(name, str) or not name.strip():
                 raise PluginFailure(plugin, f"plugin '{plugin}' registered a {_label} with an invalid name {name!r}")
             by_name = _kind == "workload_reader"  # a reader names a registered workload
@@ -188,7 +206,10 @@ def _collect(host: Host, plugin: str, impls: dict[str, Callable]) -> dict[str, d
                                             f"the factory itself or an import path 'package.module:attribute'")
             if name in collected[_kind]:
                 raise PluginFailure(plugin, f"plugin '{plugin}' registers {_label} '{name}' twice")
-            collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target)
+            if default is not None and (_kind != "search_engine" or not isinstance(default, DefaultFor)):
+                raise PluginFailure(plugin, f"plugin '{plugin}' registered {_label} '{name}' with default={default!r}; "
+                                            f"only a search engine declares one, an optmap.registry.DefaultFor")
+            collected[_kind][name] = Entry(_kind, name, plugin, host.plugins.get(plugin, ""), target, default)
 
         try:
             function(register=register)
@@ -227,7 +248,23 @@ def _fill(host: Host, explicit: set[str]) -> None:
     for kind, hook_name in KINDS.items():
         for impl in getattr(host.manager.hook, hook_name).get_hookimpls():
             plugins[impl.plugin_name][kind] = impl.function
+    host.requires, broken = requirements(host.manager)
+    for plugin in sorted(explicit & set(broken)):  # its requirements hook failed: fatal when asked for
+        raise OptmapError(broken[plugin])
+    host.failures.update(broken)
+    loaded = set(plugins) - set(broken)
+    left_out = unmet(host.requires, loaded=loaded, disabled=set(host.disabled), failed=set(host.failures) - loaded)
+    host.left_out = {plugin: why.reason for plugin, why in left_out.items()}
+    host.failures.update({plugin: why.reason for plugin, why in left_out.items() if not why.chosen})
+    host.withheld = {kind: {} for kind in KINDS}
     for plugin, impls in plugins.items():
+        if plugin in host.left_out:
+            if plugin in explicit:  # asked for with --plugin: what it lacks is fatal
+                raise OptmapError(f"--plugin '{plugin}': {host.left_out[plugin]}")
+            _withhold(host, plugin, impls)
+            continue
+        if plugin in broken:  # its requirements hook raised
+            continue
         try:
             collected = _collect(host, plugin, impls)
             for kind, entries in collected.items():
@@ -245,6 +282,16 @@ def _fill(host: Host, explicit: set[str]) -> None:
             continue
         for kind, entries in collected.items():
             host.registries[kind].update(entries)
+
+
+def _withhold(host: Host, plugin: str, impls: dict[str, Callable]) -> None:
+    """Remember the names a left-out plugin registers, to say why each is unavailable."""
+    try:
+        collected = _collect(host, plugin, impls)
+    except (PluginFailure, OptmapError):
+        return  # it is left out anyway; its own defect shows once what it needs is back
+    for kind, entries in collected.items():
+        host.withheld[kind].update(dict.fromkeys(entries, plugin))
 
 
 _CACHE: dict[tuple, Host] = {}

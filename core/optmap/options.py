@@ -258,9 +258,13 @@ def validate_options(
         errors = sorted(exc.errors(), key=lambda e: (_ORDER.get(e["type"], 2), -len(e["loc"])))
         if errors[0]["type"] == "extra_forbidden":  # a misspelt key is also reported missing
             errors = [e for e in errors if e["type"] != "missing"]
-        keys = len({e["loc"][0] if e["loc"] else "" for e in errors}) - 1  # a union's branches are one problem
+        firsts = {}  # one problem per key: a union's branches are one problem
+        for error in errors:
+            firsts.setdefault(error["loc"][0] if error["loc"] else "", error)
+        keys = len(firsts) - 1
         more = f"; {keys} more problem{'s' * (keys > 1)} in this section" if keys else ""
-        raise OptmapError(f"{what}: {_describe(errors[0], valid)}{more}") from None
+        raise OptmapError(f"{what}: {_describe(errors[0], valid)}{more}",
+                          problems=[f"{what}: {_describe(error, valid)}" for error in firsts.values()]) from None
     return {name: getattr(validated, name) for name in model.model_fields}
 
 

@@ -6,7 +6,9 @@
   numpy scalars and arrays become numbers and lists.
 - :func:`save` tries the chosen path, then fall-back folders, and says where the file went; it
   raises only when no folder at all could be written, after printing the content to standard
-  output so that even then the result is not lost.
+  output so that even then the result is not lost. A file saved elsewhere is recorded in
+  :data:`displaced`: the command line then exits with status 3 (:data:`DISPLACED_EXIT`) rather
+  than 0, so a script does not go on to read a file that is not there.
 - :func:`exclusive` holds an advisory lock beside an output, so two runs on one output do not
   overwrite each other's work: the second is refused with one line.
 - :func:`file_stem` turns a problem name into a file name that every file system accepts.
@@ -97,22 +99,34 @@ def _umask() -> int:
     return mask
 
 
-def _reason(exc: OSError) -> str:
+def write_failure(exc: OSError, path: str | Path) -> str:
+    """Why ``path`` could not be written, in words: a parent that is a file is named as such
+    (the system says "File exists" or "Not a directory")."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        for parent in reversed(Path(path).parents):
+            if parent.exists() and not parent.is_dir():
+                return f"{parent} is a file, not a folder"
     return exc.strerror or type(exc).__name__
+
+
+# (asked, written) for every output that had to go elsewhere in this process; the CLI exits
+# with DISPLACED_EXIT when a command otherwise succeeded but one of its outputs is not where asked
+displaced: list[tuple[Path, Path]] = []
+DISPLACED_EXIT = 3
 
 
 def save(path: str | Path, text: str | bytes, fallbacks: Iterable[str | Path] = (), what: str = "result") -> Path:
     """Write ``text`` to ``path``, else to the first fall-back folder that takes it; the path used.
 
-    A fall-back keeps the file's name (shortened if the name itself was the problem). Every
-    failure is reported on standard error; when no folder takes the file, its content goes to
-    standard output and an OptmapError says so.
+    A fall-back keeps the file's name (shortened if the name itself was the problem) and is
+    recorded in :data:`displaced`. Every failure is reported on standard error; when no folder
+    takes the file, its content goes to standard output and an OptmapError says so.
     """
     path = Path(path)
     try:
         return atomic_write(path, text)
     except OSError as exc:
-        first = f"could not write the {what} to {path} ({_reason(exc)})"
+        first = f"could not write the {what} to {path} ({write_failure(exc, path)})"
     name = path.name if len(path.name) <= 120 else f"{file_stem(path.stem)}{path.suffix}"
     places = [Path(folder) / name for folder in fallbacks] + [Path.cwd() / name, Path(tempfile.gettempdir()) / name]
     for place in places:
@@ -123,6 +137,7 @@ def save(path: str | Path, text: str | bytes, fallbacks: Iterable[str | Path] = 
         except OSError:
             continue
         print(f"note: {first}; saved it to {written} instead", file=sys.stderr)
+        displaced.append((path, written))
         return written
     if isinstance(text, bytes):
         raise OptmapError(f"{first}, nor to the working or temporary folder")
@@ -131,12 +146,13 @@ def save(path: str | Path, text: str | bytes, fallbacks: Iterable[str | Path] = 
 
 
 @contextlib.contextmanager
-def exclusive(path: str | Path) -> Iterator[None]:
+def exclusive(path: str | Path, option: str = "--json") -> Iterator[None]:
     """Hold an advisory lock on ``path`` (a ``.lock`` file beside it) while a run writes it.
 
     A second optmap process that wants the same output is refused with one line. Where the lock
     file cannot be created (a read-only folder, a platform without ``fcntl``) there is nothing to
     protect and the run goes on; :func:`save` then finds another place for the result.
+    ``option`` is the command's option that chooses the output (named in the refusal).
     """
     try:
         import fcntl
@@ -157,7 +173,7 @@ def exclusive(path: str | Path) -> Iterator[None]:
         except OSError:
             handle.close()
             raise OptmapError(f"another optmap process is writing {path} (lock {lock}); wait for it to finish or "
-                              f"write elsewhere with --json") from None
+                              f"write elsewhere with {option}") from None
         try:  # the holder before us may have removed the file we opened: lock the one that exists
             if os.stat(lock).st_ino == os.fstat(handle.fileno()).st_ino:
                 break

@@ -69,7 +69,7 @@ def layer_bars(axes, runs: Sequence[tuple[str, Any]]) -> None:
         axes.set_xticklabels(names, rotation=90, fontsize=7 if len(names) > 20 else 8)
     else:
         axes.set_xlabel(f"layer (1 to {len(names)})")
-    axes.set_ylabel("seconds per layer")
+    axes.set_ylabel("time per layer (s)")
     axes.set_title("per-layer compute and communication", fontsize=10)
     axes.legend(fontsize=7)
     axes.grid(True, axis="y", alpha=0.3)
@@ -88,23 +88,75 @@ def convergence(axes, result) -> None:
         if min(best) > 0 and max(best) / min(best) >= 10:
             axes.set_yscale("log")
     axes.set_xlabel("evaluations")
-    axes.set_ylabel(f"best {objective}")
+    unit = (getattr(result, "units", None) or {}).get(objective) or _unit(objective)
+    axes.set_ylabel(f"best {objective}" + (f" ({unit})" if unit else ""))
     axes.set_title(f"convergence: {result.engine}, seed {result.seed}", fontsize=10)
     axes.grid(True, alpha=0.3)
 
 
+def _unit(metric: str) -> str:
+    from optmap.cost import unit
+
+    return unit(None, metric)
+
+
+def schedule(result):
+    """(stages, operations, title) of a result whose report exposes stages, else None; a plan
+    whose schedule cannot be drawn is said on standard error."""
+    import sys
+
+    from optmap import timeline
+
+    stages = timeline.stages_of(result.report)
+    if not stages:
+        return None
+    m, kind, v = timeline.schedule_of(result.report.plan)
+    try:
+        ops = timeline.operations(stages, m, kind, v)
+    except OptmapError as exc:
+        print(f"note: no pipeline timeline: {exc}", file=sys.stderr)
+        return None
+    return stages, ops, timeline.timeline_title(stages, m, kind, v, ops)
+
+
 def plot_run(result, title: str = "") -> bytes:
-    """A run's convergence and, when its report has layers, its per-layer bars, as a PNG."""
+    """A run's convergence and, when its report has layers, its per-layer bars; below them the
+    pipeline schedule (a Gantt chart) when the report exposes stages; as a PNG."""
+    from optmap.timeline import draw
+
     plt = pyplot()
     layers = has_layers(result.report)
     count = len(result.report.layers) if layers else 0
-    figure, panels = plt.subplots(1, 2 if layers else 1, squeeze=False,
-                                  figsize=(6 + min(max(count, 8), 60) * 0.22 if layers else 7, 4.8),
-                                  gridspec_kw={"width_ratios": [1, 2]} if layers else None)
-    convergence(panels[0][0], result)
+    gantt = schedule(result)
+    width = 6 + min(max(count, 8), 60) * 0.22 if layers else 7
+    below = min(1.6 + 0.3 * len(gantt[0]), 8) if gantt else 0  # inches of the timeline: 0.3 per stage
+    figure = plt.figure(figsize=(max(width, 9) if gantt else width, 4.8 + below))
+    grid = figure.add_gridspec(2 if gantt else 1, 2 if layers else 1, width_ratios=[1, 2] if layers else None,
+                               height_ratios=[4.8, below] if gantt else None)
+    convergence(figure.add_subplot(grid[0, 0]), result)
     if layers:
-        layer_bars(panels[0][1], [(result.engine, result.report)])
-    values = ", ".join(f"{name} {value:.4g}" for name, value in result.values.items())
+        layer_bars(figure.add_subplot(grid[0, 1]), [(result.engine, result.report)])
+    if gantt:
+        draw(figure.add_subplot(grid[1, :]), *gantt)
+    values = ", ".join(f"{name} {value:.4g}" + (f" {result.units[name]}" if result.units.get(name) else "")
+                       for name, value in result.values.items())
     figure.suptitle(f"{title}: {values}" if title else values, fontsize=11)
+    figure.tight_layout()
+    return png(figure)
+
+
+def plot_timeline(result, title: str = "") -> bytes:
+    """The pipeline schedule of a result that exposes stages, alone, as a PNG."""
+    from optmap.timeline import draw
+
+    gantt = schedule(result)
+    if gantt is None:
+        raise OptmapError("this result's cost model reports no pipeline stages (a table 'stages'; see "
+                          "optmap.cost.CostReport), so it has no timeline to draw")
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(9, min(1.8 + 0.3 * len(gantt[0]), 10)))
+    draw(axes, *gantt)
+    if title:
+        figure.suptitle(title, fontsize=11)
     figure.tight_layout()
     return png(figure)

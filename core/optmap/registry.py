@@ -12,6 +12,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,19 @@ def _first_line(doc: str | None, limit: int = 120) -> str:
 
 
 @dataclass(frozen=True)
+class DefaultFor:
+    """Declares a generic engine the default of formulations that name no ``default_engine``.
+
+    Given at registration, ``register("exhaustive", ExhaustiveSearch, default=DefaultFor(...))``,
+    so choosing a default imports no engine: the engine fits spaces of at most ``max_size``
+    points; of several that fit, the highest ``preference`` wins (ties: the first name).
+    """
+
+    max_size: float = math.inf
+    preference: int = 0
+
+
+@dataclass(frozen=True)
 class Entry:
     """One registered name: what it is, which plugin registered it, and its factory."""
 
@@ -68,6 +82,7 @@ class Entry:
     plugin: str
     package: str
     target: Any  # the factory/value, or an import path "module:attr" resolved on first use
+    default: DefaultFor | None = None  # a search engine's declaration as a default, if it makes one
 
     def resolve(self) -> Any:
         """The factory or value itself, importing it if it was registered by path."""

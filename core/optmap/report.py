@@ -1,13 +1,13 @@
-"""Terminal tables (rich) and result files (JSON)."""
+"""The tables of a result: its values, per-layer mapping, Pareto front, the report's breakdowns."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
 from rich.text import Text
+
+from optmap.tabular import DataTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search import SearchResult
@@ -52,24 +52,17 @@ def _plan_rows(plan: dict[str, Any]):
             yield from ((str(k) if "[" in str(k) else f"{key}[{k}]", v) for k, v in value.items())
 
 
-def result_table(result: SearchResult) -> Table:
-    table = Table(title=f"{result.engine} (seed {result.seed}): {result.stopped}", show_header=False)
-    table.add_column(overflow="fold")
-    table.add_column(overflow="fold")
-    for name, value in result.values.items():
-        table.add_row(Text(_label(result, name), style="bold"), cell(value))
+def result_table(result: SearchResult) -> DataTable:
+    """The objectives, the report's other metrics and scalar plan entries, the run's cost."""
+    rows: list[tuple[str, Any]] = [(_label(result, name), value) for name, value in result.values.items()]
     if result.report is not None:
-        for name, value in result.report.metrics.items():
-            if name not in result.values:
-                table.add_row(cell(_label(result, name)), cell(value))
-        for name, value in _plan_rows(result.report.plan):
-            table.add_row(cell(name), cell(value))
-    table.add_row("evaluations", fmt(result.evaluations))
-    table.add_row("seconds", fmt(result.seconds))
-    for name, value in result.extra.items():
-        if isinstance(value, (int, float, str, bool)):
-            table.add_row(cell(name), cell(value))
-    return table
+        rows += [(_label(result, name), value) for name, value in result.report.metrics.items()
+                 if name not in result.values]
+        rows += list(_plan_rows(result.report.plan))
+    rows += [("evaluations", result.evaluations), ("seconds", result.seconds)]
+    rows += [(name, value) for name, value in result.extra.items() if isinstance(value, (int, float, str, bool))]
+    return DataTable(f"{result.engine} (seed {result.seed}): {result.stopped}", ["name", "value"], rows, show_header=False,
+                     justify=["left", "left"])
 
 
 # Per-layer tables longer than this print only their most expensive layers (``--layers all``:
@@ -79,7 +72,7 @@ LAYER_ROWS = 40
 DECISION_COLUMNS = 12
 
 
-def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | None:
+def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> DataTable | None:
     """The per-layer mapping: decisions, compute and communication seconds.
 
     Above ``rows`` layers (None: no limit) only the ``rows`` most expensive ones (compute +
@@ -94,24 +87,21 @@ def layer_table(result: SearchResult, rows: int | None = LAYER_ROWS) -> Table | 
         shown = sorted(sorted(shown, key=lambda i: -cost[i])[:rows])
     decision_keys = list(dict.fromkeys(key for row in layers for key in row.decisions))
     joined = len(decision_keys) > DECISION_COLUMNS
-    table = Table(title="per-layer mapping")
-    table.add_column("layer", no_wrap=True)
-    for key in [f"{decision_keys[0]} … {decision_keys[-1]}"] if joined else decision_keys:
-        table.add_column(key, justify="left" if joined else "center")
-    table.add_column("compute s", justify="right")
-    table.add_column("comm s", justify="right")
+    headers = [f"{decision_keys[0]} … {decision_keys[-1]}"] if joined else decision_keys
+    cells = []
     for i in shown:
         row = layers[i]
         decisions = [str(row.decisions.get(k, "")) for k in decision_keys]
-        table.add_row(cell(row.name), *map(cell, [" ".join(decisions)] if joined else decisions),
-                      cell(row.compute), cell(row.communication))
+        cells.append([row.name, *([" ".join(decisions)] if joined else decisions), row.compute, row.communication])
+    table = DataTable("per-layer mapping", ["layer", *headers, "compute s", "comm s"], cells,
+                      justify=["left", *["left" if joined else "center"] * len(headers), "right", "right"])
     if len(shown) < len(layers):
         table.caption = (f"the {len(shown)} most expensive of {len(layers):,} layers (compute + communication); "
                          f"--layers all prints every layer, the JSON result holds them all")
     return table
 
 
-def front_table(result: SearchResult, rows: int = LAYER_ROWS) -> Table | None:
+def front_table(result: SearchResult, rows: int = LAYER_ROWS) -> DataTable | None:
     """A multi-objective run's Pareto front, one row per plan, by its first objective (None for a
     single objective or a front of one plan); the JSON result holds every plan's mapping."""
     if len(result.front) < 2:
@@ -127,7 +117,7 @@ def front_table(result: SearchResult, rows: int = LAYER_ROWS) -> Table | None:
     return table
 
 
-def report_tables(result: SearchResult) -> list[Table]:
+def report_tables(result: SearchResult) -> list[DataTable]:
     """The cost report's other breakdowns (per stage, per device, ...), one table each."""
     if result.report is None:
         return []
@@ -146,26 +136,29 @@ def _tables(report, prefix: str) -> list[Table]:
     return tables
 
 
-def rows_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    table = Table(title=title)
-    if not rows:
-        return table
-    for key in rows[0]:  # fold rather than cut: a number must never read "1.…"
-        table.add_column(key, justify="left" if isinstance(rows[0][key], str) else "right", overflow="fold")
-    for row in rows:
-        table.add_row(*(cell(value) for value in row.values()))
-    return table
+def comparison_table(title: str, rows: list[dict[str, Any]], unit: str = "") -> DataTable:
+    """``optmap compare``'s table: one row per engine, its keys as headers (as in its JSON and
+    CSV files), the objective's ``unit`` on the ``best_*`` ones."""
+    keys = list(rows[0]) if rows else []
+    headers = [f"{key} ({unit})" if unit and key.startswith("best_") else key for key in keys]
+    return DataTable(title, headers, [[row.get(key) for key in keys] for row in rows])
 
 
-def console(stderr: bool = False) -> Console:
-    """A rich console; when output is not a terminal, wide enough that tables are not cut."""
-    import sys
-
-    stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, markup=False, width=None if stream.isatty() else 220)
+def rows_table(title: str, rows: list[dict[str, Any]]) -> DataTable:
+    """A table of one dict per row (the first row's keys are the columns)."""
+    headers = list(rows[0]) if rows else []
+    return DataTable(title, headers, [[row.get(key) for key in headers] for row in rows])
 
 
-def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
+def console(stderr: bool = False, piped_width: int | None = None):
+    """A rich console as wide as the terminal (piped: ``COLUMNS``, else 100 columns or ``piped_width``)."""
+    from optmap.tabular import PIPED_WIDTH
+    from optmap.tabular import console as make
+
+    return make(stderr, piped_width or PIPED_WIDTH)
+
+
+def plan_table(plan: dict[str, Any], width: int = 100) -> DataTable | None:
     """The entries of a cost report's plan that :func:`result_table` does not show (nested ones),
     one row each as JSON cut to ``width`` characters."""
     import json
@@ -173,8 +166,8 @@ def plan_table(plan: dict[str, Any], width: int = 100) -> Table | None:
     nested = {key: value for key, value in plan.items() if not any(True for _ in _plan_rows({key: value}))}
     if not nested:
         return None
-    table = Table(title="plan", show_header=False)
+    rows = []
     for key, value in nested.items():
         text = json.dumps(value, default=str)
-        table.add_row(cell(str(key)), cell(text if len(text) <= width else text[: width - 3] + "..."))
-    return table
+        rows.append((str(key), text if len(text) <= width else text[: width - 3] + "..."))
+    return DataTable("plan", ["name", "value"], rows, show_header=False)

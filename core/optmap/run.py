@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from optmap import extras
 from optmap.checkpoint import Checkpoint
 from optmap.errors import OptmapError, did_you_mean
 from optmap.host import call_with_options
@@ -37,6 +38,7 @@ def make_engine(problem: Problem, name: str, options: dict[str, Any] | None = No
     entry = problem.host.get("search_engine", name)
     merged = {**problem.search.engine_options.get(name, {}), **(options or {})}
     what = f"[search.{name}] engine '{name}'"
+    extras.check(entry.resolve(), f"engine '{name}'")
     engine = call_with_options(what, entry.resolve(), merged, plugin=entry.plugin, host=problem.host)
     absent = engine_missing(engine)
     if absent:
@@ -91,6 +93,18 @@ def _stop_on_signals(evaluator: Evaluator):
             signal.signal(sig, handler)
 
 
+def resumable_engines(host) -> list[str]:
+    """The registered engines that declare ``resumable = True`` (imports them: for error messages)."""
+    names = []
+    for name in host.names("search_engine"):
+        try:
+            if getattr(host.get("search_engine", name).resolve(), "resumable", False) is True:
+                names.append(name)
+        except OptmapError:
+            continue  # a broken plugin is reported where it is used
+    return names
+
+
 def fingerprint(problem: Problem, engine: str, seed: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a checkpoint must match to be resumed: problem (without [search]), engine, options, seed."""
     spec = {key: value for key, value in problem.spec.items() if key != "search"}
@@ -115,7 +129,7 @@ def solve(
 ) -> SearchResult:
     """Run one engine on ``problem`` and return its result (best mapping, report, history).
 
-    ``checkpoint``: file where a resumable engine (ga, optuna) saves its state every
+    ``checkpoint``: file where a resumable engine (``resumable = True``) saves its state every
     ``checkpoint_every`` seconds and when it stops; ``resume=True`` continues from it (and lets
     an Optuna engine join its stored study). ``workers`` / ``scheduler`` score batches in local
     processes / on a Dask cluster; ``batch_evaluate`` passes an already open scorer instead.
@@ -125,7 +139,8 @@ def solve(
     search_engine = make_engine(problem, name, options)
     resumable = getattr(search_engine, "resumable", False)
     if resume and not resumable:
-        raise OptmapError(f"engine '{name}' cannot resume (it keeps no checkpoint); resumable engines: ga, optuna")
+        raise OptmapError(f"engine '{name}' cannot resume (it keeps no checkpoint); resumable engines: "
+                          f"{', '.join(resumable_engines(problem.host)) or 'none installed'}")
     state = Checkpoint(checkpoint if resumable else None, resume=resume, name=problem.name,
                        fingerprint=fingerprint(problem, name, seed, options), every=checkpoint_every)
     if resume and state.path is not None and not state.path.exists():
@@ -166,6 +181,11 @@ def _run(search_engine, name: str, seed: int, evaluator: Evaluator) -> SearchRes
             extra = search_engine.search(evaluator, seed) or {}
         except OptmapError as exc:
             raise SearchFailed(f"engine '{name}': {exc}", evaluator.result(name, seed, f"error: {exc}")) from exc
+        except ModuleNotFoundError as exc:
+            known = extras.needs(exc, f"engine '{name}'")
+            if known is None:
+                raise
+            raise SearchFailed(str(known), evaluator.result(name, seed, f"error: {known}")) from exc
         except Exception as exc:
             message = f"engine '{name}' raised {type(exc).__name__}: {exc}"
             raise SearchFailed(message, evaluator.result(name, seed, f"error: {message}")) from exc

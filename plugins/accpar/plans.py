@@ -1,27 +1,25 @@
 """AccPar's plans without search: the layer-wise DP per level (Eq. 9, §5.1) and the fixed plans.
 
-Functions of a cost model (:class:`~optmap.plugins.accpar.model.AccParCostModel`, by duck type)
-that return states (levels, nodes); the engines score them, and the cost model names them as
-plans to start a generic search from (:meth:`AccParCostModel.plans`).
+Functions of the level arithmetic (:class:`~.levels.LevelCosts`, the half of the AccPar cost
+model that prices one bisection level) that return states (levels, nodes); the engines score
+them, and the cost model names them as plans to start a generic search from
+(:meth:`~.model.AccParCostModel.plans`). They need the levels, not the cost model, so the model
+may use them without the two modules importing each other.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from .levels import LevelCosts
 from .tables import ROWS, TYPE_I, TYPE_II, WEIGHTED
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .model import AccParCostModel
 
 ALL_TYPES = (0, 1, 2)
 HYPAR_TYPES = (TYPE_I, TYPE_II)  # HyPar partitions by batch or by model only
 
 
 def level_plans(
-    model: AccParCostModel,
+    model: LevelCosts,
     shares: dict[str, float],
     types: tuple[int, ...] = ALL_TYPES,
     metric: str | None = None,
@@ -39,7 +37,7 @@ def level_plans(
 
 
 def batch_level_plans(
-    model: AccParCostModel,
+    model: LevelCosts,
     shares: dict[str, np.ndarray],
     types: tuple[int, ...] = ALL_TYPES,
     metric: str | None = None,
@@ -74,7 +72,7 @@ def batch_level_plans(
     return states, costs
 
 
-def fixed_states(model, conv_type: int = TYPE_I, fc_type: int = TYPE_I) -> np.ndarray:
+def fixed_states(model: LevelCosts, conv_type: int = TYPE_I, fc_type: int = TYPE_I) -> np.ndarray:
     """A static plan at every level (levels, nodes): CONV layers ``conv_type``, FC layers
     ``fc_type``; merge nodes of residual blocks keep batch-split tensors, like the Type-I layers
     around them."""

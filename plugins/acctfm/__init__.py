@@ -13,6 +13,11 @@ from optmap.hookspecs import hookimpl
 
 
 @hookimpl
+def optmap_plugin_requires():
+    return ["transformer"]  # its cost model plans the ``transformer`` workload (a TransformerWorkload)
+
+
+@hookimpl
 def optmap_register_cost_models(register):
     register("acctfm", "optmap.plugins.acctfm.model:AccTFMCostModel")
 

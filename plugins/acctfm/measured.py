@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from optmap.compute import compute_time
 from optmap.compute.step import LOSS_BYTES, Traffic, layer_traffic
-from optmap.plugins.transformer.config import Block, TransformerConfig
+from optmap.workload.transformer import Block, TransformerConfig
 from optmap.system import Accelerator
 from optmap.workload import Workload
 

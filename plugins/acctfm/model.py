@@ -70,7 +70,7 @@ from optmap.collectives import collective_time
 from optmap.compute import calibration_of
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
-from optmap.plugins.transformer.workload import TransformerWorkload
+from optmap.workload.transformer import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import us_to_s

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Protocol
 
 import numpy as np
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig
 
 from .compression import num_kept
 from .schedule import PS, CostTables

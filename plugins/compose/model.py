@@ -138,6 +138,13 @@ class PipelineCostModel(CostModel):
         }
         return metrics, parts
 
+    def prepare(self, rows: int) -> None:
+        """Let the inner formulation set itself up once for a search of ``rows`` plans (AccPar
+        loads its compiled kernel), off the search's clock (``Evaluator.prepare``)."""
+        prepare = getattr(self.template, "prepare", None)
+        if callable(prepare):
+            prepare(rows)
+
     def allowed(self, built, stages: int) -> bool:
         """Whether a stage's devices may come from several groups (``cross_groups``)."""
         return self.cross_groups or stages == 1 or built.groups == 1
@@ -183,6 +190,6 @@ class PipelineCostModel(CostModel):
             reasons.append(f"stage {straddles[0]} holds devices of several groups (set cross_groups = true to allow it)"
                            if straddles else "a stage's memory (its micro-batches in flight included) exceeds its "
                                              "devices'")
-        plan = {"stages": key[0], "microbatches": key[3], "schedule": self.schedule, "inner": self.inner_name,
+        plan = {"stages": key[0], "micro_batches": key[3], "schedule": self.schedule, "inner": self.inner_name,
                 "stage_layers": [r["layers"] for r in rows], "stage_devices": [r["devices"] for r in rows]}
         return CostReport(values, feasible, "; ".join(reasons), tuple(layers), plan, {"stages": rows}, children)

@@ -145,7 +145,8 @@ def score(model, X: np.ndarray, detail: bool = False):
             ok = _pipe_group(model, run, rows, reserved, on, cats, layers)
             feasible &= ~on | ok
 
-    feasible &= hbm_bytes(model, rows) <= model.hw.hbm_bytes
+    memory = np.broadcast_to(hbm_bytes(model, rows), (m,)).astype(float)  # per chip (optmap.cost.MEMORY)
+    feasible &= memory <= model.hw.hbm_bytes
     relayouts = {}
     for u, v in graph.graph.edges:
         lu = np.where(member[u], PIPE, rows[u].par)
@@ -157,7 +158,8 @@ def score(model, X: np.ndarray, detail: bool = False):
     time = sum(cats[c] for c in CATEGORIES)
     time = np.where(feasible, time, np.inf)
     metrics = {"time": time, "throughput": model.phase.batch / time,
-               "utilization": model.useful_flops / (time * model.peak_flops), **cats, "feasible": feasible}
+               "utilization": model.useful_flops / (time * model.peak_flops), **cats, "memory_bytes": memory,
+               "feasible": feasible}
     if detail:
         return metrics, layers, relayouts
     return metrics

@@ -40,6 +40,7 @@ from .chipcomm import BASE_PTYPES, PTYPES
 from .layercost import CATEGORIES, LayerModel, Phase
 from .layers import build_graph
 from .pipelining import in_runs, pipe_runs
+from .plans import named_plans
 from .splits import DIMS, explicit_splits, factorizations, label
 from .torus import Torus
 
@@ -65,7 +66,7 @@ class DSMCostModel(CostModel):
     """DeepSpatialMatrix (IBM): per layer and pass, parallelism, core and PE-array splits, reuse, DySM, pipelining."""
 
     capabilities = frozenset({BATCH, DSM_TABLES})
-    metrics = ("time", "throughput", "utilization", *CATEGORIES)
+    metrics = ("time", "throughput", "utilization", *CATEGORIES, "memory_bytes")
     senses = {"throughput": "max", "utilization": "max"}
     units = {"throughput": "samples/s", "utilization": "fraction of peak", **{c: "s" for c in CATEGORIES}}
     default_engine = "dsm"
@@ -198,6 +199,4 @@ class DSMCostModel(CostModel):
 
     def plans(self) -> dict[str, Mapping]:
         """Named plans for engines to start from: the AccPar/HyPar/OWT-style parallelism patterns (:mod:`plans`)."""
-        from .plans import named_plans
-
         return named_plans(self)

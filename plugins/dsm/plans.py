@@ -18,6 +18,7 @@ from optmap.errors import OptmapError
 from optmap.space import Mapping
 
 from .chipcomm import PTYPES
+from .planner import plan_vector
 
 ALIASES = {"I": "Data", "type-i": "Data", "data": "Data", "III": "Model", "type-iii": "Model", "model": "Model",
            **{p.lower(): p for p in PTYPES}}
@@ -62,7 +63,6 @@ def patterns(model) -> dict[str, dict[str, str]]:
 
 
 def named_plans(model) -> dict[str, Mapping]:
-    """Each pattern completed by the DSM engine's tables (paper pruning)."""
-    from .engine import plan_vector
-
-    return {name: model.space.decode(plan_vector(model, types)) for name, types in patterns(model).items()}
+    """Each pattern completed by the DSM planner's tables (paper pruning)."""
+    return {name: model.space.decode(plan_vector(model, pinned_types(model, types)))
+            for name, types in patterns(model).items()}

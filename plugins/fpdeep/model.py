@@ -28,9 +28,12 @@ clock × DSPs of the CE arrays rate-matched to the period); ``gops_per_joule``; 
 and ``hours_per_epoch``; ``idle``, the share of the DSP budget's cycles without useful work at the
 compute period (K×K rounding, DSPs a portion cannot use, imbalance, DRAM waits; link stalls are
 not idle stages); ``max_link_gbps`` per direction at the achieved throughput and ``link_demand``
-(link time ÷ compute period, ≥ 1 when a link binds); ``variance`` (Eq. 5 over devices' work);
+(link time ÷ compute period, ≥ 1 when a link binds); ``variance`` (Eq. 5 over devices' work;
+not reported, NaN, when a device gets no work: Eq. 5 divides by the least work);
 ``storage_bytes`` (Eq. 12: the largest on-chip demand) and ``max_bram_use``; ``parked_bytes``,
-``dram_bytes`` per image, ``power_watts``, ``energy_per_image``.
+``dram_bytes`` per image, ``power_watts``, ``energy_per_image``; ``memory_bytes`` (the standard
+name of :data:`optmap.cost.MEMORY`) equals ``storage_bytes``: the largest device's storage, on chip
+and spilled to its DRAM (the FC weights that stream from DRAM are not held between images).
 """
 
 from __future__ import annotations
@@ -59,8 +62,13 @@ IMAGENET_TRAIN_IMAGES = 1_281_167  # ILSVRC-2012 training set; the paper does no
 METRICS = (
     "period", "throughput", "compute_period", "gops_per_fpga", "gops_per_fpga_allocated", "gops_per_joule",
     "epochs_per_hour", "hours_per_epoch", "idle", "max_link_gbps", "link_demand", "variance", "storage_bytes",
-    "max_bram_use", "parked_bytes", "dram_bytes", "power_watts", "energy_per_image",
+    "max_bram_use", "parked_bytes", "dram_bytes", "power_watts", "energy_per_image", "memory_bytes",
 )
+
+
+# The systems FPDeep models (§4.2): the 1-D chain of FPGAs, and a pipeline snaked through a 2-D
+# mesh or torus with the central reduction of Fig. 9. A ring, a switch or a hierarchy is not one.
+TOPOLOGIES = ("chain", "mesh2d", "torus2d")
 
 
 def pipeline_order(system: System) -> list[int]:
@@ -125,6 +133,10 @@ class FPDeepCostModel(CostModel):
                 raise OptmapError(f"{key} must be >= 1, got {value}")
         if park_levels < 0:
             raise OptmapError(f"park_levels must be >= 0, got {park_levels}")
+        if system.topology not in TOPOLOGIES:
+            raise OptmapError(f"fpdeep: topology '{system.topology}' is not one FPDeep models; its pipeline runs on a "
+                              f"chain of FPGAs (§4.2) or snakes through a 2-D mesh or torus (Fig. 9): use "
+                              f"{', '.join(TOPOLOGIES)}")
         devices = system.devices
         fpgas = [FPGAResources.of(device, i) for i, device in enumerate(devices)]
         self.workload, self.system = workload, system
@@ -230,7 +242,8 @@ class FPDeepCostModel(CostModel):
             allocated = (dsps.sum(-1) * self.rate).sum(1)  # MACs/s of the rate-matched CE arrays
             idle = 1.0 - work.sum(1) / ((self.budget * self.rate).sum() * compute_period)
             ops_min = work.min(1)
-            variance = np.where(ops_min > 0, ((work - ops_min[:, None]) / ops_min[:, None]).sum(1), np.inf)  # Eq. 5
+            # Eq. 5; undefined (NaN, printed "-") when a device gets no work: Op_min = 0 divides
+            variance = np.where(ops_min > 0, ((work - ops_min[:, None]) / ops_min[:, None]).sum(1), np.nan)
         ops = t.ops_per_image
         gops = ops * throughput / 1e9
         feasible = np.isfinite(compute_period)
@@ -244,7 +257,8 @@ class FPDeepCostModel(CostModel):
             "hours_per_epoch": np.where(throughput > 0, self.epoch_images / (3600.0 * throughput), np.inf),
             "idle": idle, "max_link_gbps": (loads * self.value_bytes * 8 / 1e9).max(1, initial=0.0) * throughput,
             "link_demand": np.where(compute_period > 0, link_time / compute_period, 0.0),
-            "variance": variance, "storage_bytes": store.need.max(1), "max_bram_use": (store.need / self.bram).max(1),
+            "variance": variance, "storage_bytes": store.need.max(1), "memory_bytes": store.need.max(1),
+            "max_bram_use": (store.need / self.bram).max(1),
             "parked_bytes": store.parked.sum(1), "dram_bytes": store.dram.sum(1),
             "power_watts": np.full(len(X), self.power), "energy_per_image": self.power * period,
             "feasible": feasible,

@@ -109,6 +109,10 @@ def build_report(model, out: dict) -> CostReport:
         "boundaries": [int(b) for b in out["_detail"]["part"].bounds[0]],
         "links": link_rows(model, out),
     }
-    tables = {"devices": device_rows(model, out)}
+    devices = device_rows(model, out)
+    plan["micro_batches"] = model.workload.batch  # images of a mini-batch stream through the chain
+    # the stages (optmap.cost.CostReport's convention): each FPGA, its time per image (all phases)
+    stages = [{"stage": f"FPGA {row['fpga']}", "seconds": row["stage us"] * 1e-6} for row in devices]
+    tables = {"devices": devices, "stages": stages}
     return CostReport(metrics=metrics, feasible=feasible, reason=reason, layers=layer_rows(model, out),
                       plan=plan, tables=tables)

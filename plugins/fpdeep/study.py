@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import optmap
-from optmap.plugins.hardware.topologies import square_shape
 from optmap.problem import Problem
 from optmap.search import SearchResult
+from optmap.system import square_shape
 
 PROBLEMS = Path(__file__).resolve().parents[2] / "problems" / "fpdeep"
 NETS = ("alexnet", "vgg16", "vgg19")

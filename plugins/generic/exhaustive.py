@@ -37,6 +37,7 @@ class ExhaustiveSearch(SearchEngine):
                 "use ga, optuna, random or a native engine, or raise [search.exhaustive] max_size"
             )
         evaluator.expected = int(size)
+        evaluator.prepare(int(size))
         chunks = evaluator.space.grid(self.chunk)
         complete = True
         for X in chunks:

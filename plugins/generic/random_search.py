@@ -24,6 +24,7 @@ class RandomSearch(SearchEngine):
         limit = evaluator.budget.evaluations or self.evaluations
         if evaluator.space.size <= 1:  # every decision pinned: one point to score
             limit = 1
+        evaluator.prepare(limit - evaluator.evaluations)
         while not evaluator.exhausted and evaluator.evaluations < limit:
             n = min(self.batch, limit - evaluator.evaluations)
             evaluator.evaluate(evaluator.space.sample(rng, n))

@@ -4,7 +4,8 @@
   size (the unit held out when checking a fit);
 * ``cnn-layers.json`` → families ``conv-batch`` / ``conv-in`` / ``conv-out`` (by what was split),
   forward and forward + backward, grouped by network; the convolution geometry (kernel, stride,
-  output size) is torchvision's, read from the zoo's VGG-16 and ResNet-50 by layer name;
+  output size) is torchvision's, read by layer name from the ``vgg16`` and ``resnet50`` workloads
+  that the host's plugins register (the zoo's);
 * ``transformer-blocks.json`` → never fitted: :func:`gpt_block_seconds` predicts each whole
   block from the kernels it runs, a check of how the model composes.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,6 @@ import numpy as np
 from optmap.compute import Calibration, Sample
 from optmap.compute.lowering import Kernel, lower
 from optmap.compute.model import isolated_seconds
-from optmap.plugins.zoo.models import resnet50, vgg16
 from optmap.units import gBps_to_bytes_per_s, tflops_to_flops
 
 MEASUREMENTS = Path(__file__).parent / "measurements" / "h100-sxm"
@@ -30,7 +29,6 @@ DTYPE, ELEMENT_BYTES = "bf16", 2
 # dispatch that precedes every kernel (both add up there; docs/calibration.md), so it is an
 # assumption here, a few microseconds per back-to-back launch; `optmap calibrate` measures it.
 KERNEL_S = 2e-6
-NETWORKS = {"vgg16": vgg16, "resnet50": resnet50}
 
 
 def _read(name: str) -> dict:
@@ -53,19 +51,21 @@ def gemm_samples() -> list[Sample]:
     ]
 
 
-@lru_cache(maxsize=None)
-def _geometry(network: str) -> dict[str, tuple[int, int, int, int]]:
+def _geometry(network: str, host) -> dict[str, tuple[int, int, int, int]]:
     """Layer name → (in spatial, out spatial, kernel elements, whole-layer input channels)."""
-    workload = NETWORKS[network](batch=1, dtype=DTYPE)
+    workload = host.build("workload", network, options={"batch": 1, "dtype": DTYPE})
     return {layer.name: (layer.in_spatial, layer.out_spatial, layer.kernel_elements, layer.in_channels)
             for layer in workload.weighted_layers()}
 
 
-def cnn_samples() -> list[Sample]:
-    """VGG-16 and ResNet-50 layers split by batch / in / out channels, forward and forward + backward."""
+def cnn_samples(host) -> list[Sample]:
+    """VGG-16 and ResNet-50 layers split by batch / in / out channels, forward and forward + backward
+    (their geometry from the workloads ``host`` registers)."""
+    rows = _read("cnn-layers.json")["rows"]
+    geometry = {model: _geometry(model, host) for model in dict.fromkeys(r["model"] for r in rows)}
     samples = []
-    for r in _read("cnn-layers.json")["rows"]:
-        in_hw, out_hw, kernel, channels = _geometry(r["model"])[r["layer"]]
+    for r in rows:
+        in_hw, out_hw, kernel, channels = geometry[r["model"]][r["layer"]]
         shape = {"batch": r["batch"], "cin": r["cin"], "cout": r["cout"], "in_hw": in_hw, "out_hw": out_hw,
                  "kernel": kernel, "aligned": channels % 8 == 0}
         label = f"{r['model']} {r['layer']} {r['split']}/{r['k']}"
@@ -74,9 +74,9 @@ def cnn_samples() -> list[Sample]:
     return samples
 
 
-def samples() -> list[Sample]:
-    """Every single-operation sample (GEMM shards and CNN layers)."""
-    return gemm_samples() + cnn_samples()
+def samples(host) -> list[Sample]:
+    """Every single-operation sample (GEMM shards and CNN layers; ``host`` builds the CNNs)."""
+    return gemm_samples() + cnn_samples(host)
 
 
 def gpt_block_kernels(h: int, heads: int, tp: int, mb: int, seq: int, passes: str) -> list[Kernel]:

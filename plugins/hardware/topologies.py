@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from optmap.bounds import Dimension, Gbps, Microseconds
 from optmap.errors import OptmapError
-from optmap.system import Accelerator, GraphRecipe, GroupSpec, System, assign_devices, device_graph
+from optmap.system import Accelerator, GraphRecipe, GroupSpec, System, assign_devices, device_graph, square_shape
 from optmap.units import gbps_to_bytes_per_s, us_to_s
 
 # Above this many devices, fully-connected and hierarchical systems use switch nodes by default.
@@ -162,14 +162,6 @@ def chain(
 ) -> System:
     """A 1-D chain 0-1-…-(n-1) (n-1 links), e.g. FPDeep's FPGA chain."""
     return _line("chain", groups, bandwidth_gbps, latency_us, wrap=False)
-
-
-def square_shape(n: int) -> tuple[int, int]:
-    """The most square ``(X, Y)`` with ``X * Y == n`` and ``X >= Y`` (a prime n gives ``(n, 1)``)."""
-    y = math.isqrt(n)
-    while n % y:
-        y -= 1
-    return n // y, y
 
 
 def _grid(

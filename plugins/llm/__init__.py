@@ -13,6 +13,11 @@ from optmap.hookspecs import hookimpl
 
 
 @hookimpl
+def optmap_plugin_requires():
+    return ["transformer"]  # its cost model plans the ``transformer`` workload (a TransformerWorkload)
+
+
+@hookimpl
 def optmap_register_topologies(register):
     register("dgx-a100", "optmap.plugins.llm.cluster:dgx_a100")
     register("dgx-h100", "optmap.plugins.llm.cluster:dgx_h100")

@@ -1,6 +1,6 @@
 """Calibration of the A100 efficiencies on published Megatron-LM runs, with held-out errors.
 
-``python -m optmap.plugins.llm.calibration`` fits the two A100 constants of :mod:`.compute`
+``python examples/calibrate_llm.py`` fits the two A100 constants of :mod:`.compute`
 (``gemm``: large-GEMM fraction of the 312 TFLOP/s peak; ``memory``: fraction of the 2,039 GB/s
 HBM that memory-bound kernels reach) on the Megatron-LM runs of :mod:`.published`, by a grid
 search minimising the mean absolute relative error of the predicted iteration time. The GEMM
@@ -23,9 +23,8 @@ import itertools
 from dataclasses import dataclass, replace
 
 import numpy as np
-from optmap.plugins.hardware.accelerators import A100
-from optmap.plugins.transformer.workload import build
 from optmap.system import Accelerator, GroupSpec
+from optmap.workload.transformer import TransformerWorkload
 
 from .cluster import dgx_a100
 from .compute import A100_FIT, Device, Efficiency
@@ -37,11 +36,27 @@ GEMM_GRID = np.round(np.arange(0.70, 0.901, 0.01), 3)
 MEMORY_GRID = np.round(np.arange(0.55, 1.001, 0.05), 3)
 
 
-def model_for(run: Run, dtype: str = "fp16", accelerator: Accelerator = A100, **options) -> Megatron3DCostModel:
+def workload_for(run: Run, dtype: str, *, host) -> TransformerWorkload:
+    """The run's GPT as the ``transformer`` workload (plugin ``transformer``, through the host): a
+    Megatron GPT of any size is the ``gpt3-175b`` preset resized, as :func:`optmap.workload.transformer.megatron_gpt` builds both."""
+    cfg = run.config
+    sizes = {"layers": cfg.layers, "d_model": cfg.d_model, "heads": cfg.heads, "head_dim": cfg.head_dim,
+             "d_ff": cfg.d_ff, "seq_len": cfg.seq_len, "max_positions": cfg.max_positions}
+    workload = host.build("workload", "transformer",
+                          options={"preset": "gpt3-175b", "batch": run.batch, "dtype": dtype, **sizes})
+    if workload.config.with_(name=cfg.name) != cfg:
+        raise AssertionError(f"the transformer workload does not rebuild {cfg.name}: {workload.config}")
+    return workload
+
+
+def model_for(run: Run, dtype: str = "fp16", accelerator: Accelerator | None = None, *, host,
+              **options) -> Megatron3DCostModel:
     """The megatron-3d model of a run on a DGX-A100 cluster of exactly its GPU count (``options``
-    are cost-model options on top of the run's own)."""
+    are cost-model options on top of the run's own; ``accelerator`` defaults to the ``a100``
+    preset of the host's plugins)."""
+    accelerator = accelerator or host.get("accelerator", "a100").resolve()
     system = dgx_a100([GroupSpec(accelerator, run.gpus)])
-    return Megatron3DCostModel(build(run.config, run.batch, dtype), system, **{**run.options, **options})
+    return Megatron3DCostModel(workload_for(run, dtype, host=host), system, **{**run.options, **options})
 
 
 @dataclass
@@ -51,12 +66,12 @@ class Case:
     allowed: dict  # per decision, the values the run's published decisions leave open
 
 
-def cases(which=None) -> list[Case]:
+def cases(which=None, *, host) -> list[Case]:
     out = []
     for run in runs():
         if which is not None and run.source not in which:
             continue
-        model = model_for(run)
+        model = model_for(run, host=host)
         allowed = {v.name: np.array([run.fixed[v.name]] if v.name in run.fixed else v.choices, dtype=object)
                    for v in model.space.variables}
         out.append(Case(run, model, allowed))
@@ -115,20 +130,3 @@ def held_out(cs: list[Case], table=None) -> list[tuple[str, Efficiency, np.ndarr
 def summary(err: np.ndarray) -> str:
     err = np.abs(err)
     return f"mean {100 * err.mean():.2f} %, max {100 * err.max():.2f} % over {len(err)} runs"
-
-
-def main() -> None:
-    cs = cases()
-    table = grid(cs)
-    source = np.array([c.run.source for c in cs])
-    for held, eff, err in held_out(cs, table):
-        print(f"fit without {held}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}; held out {held}: {summary(err)}")
-    eff = fit(table, np.isin(source, MEGATRON_SOURCES))
-    print(f"fit on {' + '.join(MEGATRON_SOURCES)}: gemm={eff.gemm:.2f} memory={eff.memory:.2f}")
-    for src in dict.fromkeys(source):
-        kind = "fitted" if src in MEGATRON_SOURCES else "never fitted"
-        print(f"  {src} ({kind}): {summary(table[(eff.gemm, eff.memory)][source == src])}")
-
-
-if __name__ == "__main__":
-    main()

@@ -57,7 +57,7 @@ class Efficiency:
 
 H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
 RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
-# gemm and memory fitted by ``python -m optmap.plugins.llm.calibration`` (see its docstring); rerun to refit.
+# gemm and memory fitted by ``python examples/calibrate_llm.py`` (:mod:`.calibration`); rerun to refit.
 A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
                       launch=H100_FIT.launch)
 

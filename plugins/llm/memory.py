@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 from optmap import schedule
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig
 
 NONE, SELECTIVE, FULL = 0, 1, 2
 RECOMPUTE = ("none", "selective", "full")

@@ -29,7 +29,7 @@ import numpy as np
 from optmap.bounds import Fraction, NonNegative, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
-from optmap.plugins.transformer.workload import TransformerWorkload
+from optmap.workload.transformer import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes
@@ -65,7 +65,8 @@ class Megatron3DCostModel(CostModel):
     capabilities = frozenset({BATCH, MEGATRON_PLANS})
     default_engine = "megatron-3d"
     # model FLOPs count 3 × forward (MFU); hardware FLOPs add recomputation (Narayanan Eq. 3, Table 1)
-    metrics = ("time", "throughput", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gib", "gpus")
+    metrics = ("time", "throughput", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gib", "gpus",
+               "memory_bytes")
     senses = {"throughput": "max", "model_tflops_per_gpu": "max", "hardware_tflops_per_gpu": "max"}
     units = {"throughput": "tokens/s", "model_tflops_per_gpu": "TFLOP/s per GPU (model FLOPs, no recomputation)",
              "hardware_tflops_per_gpu": "TFLOP/s per GPU (hardware FLOPs, with recomputation)",
@@ -218,6 +219,7 @@ class Megatron3DCostModel(CostModel):
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
+        out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
         return out
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
@@ -239,12 +241,24 @@ class Megatron3DCostModel(CostModel):
                   "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
+        tables["stages"] = self._stages(plan, cols, m)
         if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
                           plan={**plan, "micro_batches": m if m == int(m) else None,
                                 "layers_per_stage": self.config.layers / plan["pipeline_parallel"],
-                                "calibrated_accelerator": self.calibrated})
+                                "calibrated_accelerator": self.calibrated, "schedule": "1f1b"})
+
+    def _stages(self, plan: dict, cols: dict, m: float) -> list[dict]:
+        """The pipeline stages (optmap.cost.CostReport's convention), each priced as the slowest:
+        per micro-batch, the forward and everything else timing.evaluate charges m times."""
+        p = plan["pipeline_parallel"]
+        per_micro_batch = sum(cols[k] for k in timing.PARTS if k not in ("bubble_s", "dp_comm_s", "optimizer_s")) / m
+        forward = cols["forward_s"] / m
+        per_stage = self.config.layers / p
+        return [{"stage": f"{s + 1}: layers {math.floor(s * per_stage) + 1}-{math.floor((s + 1) * per_stage)}",
+                 "seconds": per_micro_batch, "forward_s": forward, "backward_s": per_micro_batch - forward}
+                for s in range(p)]
 
     def _reason(self, plan: dict, cols: dict) -> str:
         t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]

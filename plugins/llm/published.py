@@ -32,8 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from optmap.plugins.transformer.config import TransformerConfig
-from optmap.plugins.transformer.presets import megatron_gpt
+from optmap.workload.transformer import TransformerConfig, megatron_gpt
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from optmap import collectives as coll
 from optmap import schedule
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig
 
 from . import memory
 from .compute import Device

@@ -37,6 +37,7 @@ import numpy as np
 
 from optmap.bounds import MAX_DIMENSION, Positive, ints
 from optmap.errors import OptmapError, did_you_mean
+from optmap.host import Host
 from optmap.system import Accelerator
 from optmap.units import gBps_to_bytes_per_s, gbps_to_bytes_per_s, gib_to_bytes
 
@@ -186,11 +187,14 @@ def f1_fpga(*, memory_gib: Positive = DRAM_GIB) -> Accelerator:
     )
 
 
-def registered_designs() -> dict[str, Design]:
-    """Every registered accelerator that carries a MARS design, by name (third-party ones included)."""
-    from optmap.host import load_host
+BUILT_IN = {"superlip": superlip, "systolic": systolic, "winograd": winograd}  # registered in __init__.py
 
-    host = load_host()
+
+def registered_designs(host: Host | None) -> dict[str, Design]:
+    """Every accelerator of ``host`` that carries a MARS design, by name (third-party ones
+    included); without a host (a model built directly in Python), this plugin's Table II designs."""
+    if host is None:
+        return {name: design_of(build()) for name, build in BUILT_IN.items()}
     found = {}
     for name in host.names("accelerator"):
         try:
@@ -203,9 +207,10 @@ def registered_designs() -> dict[str, Design]:
     return found
 
 
-def lookup_designs(names: list[str]) -> tuple[Design, ...]:
-    """The designs called ``names``, or one line naming the unknown one and the known ones."""
-    known = registered_designs()
+def lookup_designs(names: list[str], host: Host | None) -> tuple[Design, ...]:
+    """The designs called ``names`` among ``host``'s accelerators (:func:`registered_designs`), or
+    one line naming the unknown one and the known ones."""
+    known = registered_designs(host)
     if not names:
         raise OptmapError(f"designs is empty; list at least one of {', '.join(sorted(known))}")
     for name in names:

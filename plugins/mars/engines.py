@@ -54,6 +54,7 @@ class MarsSearch(SearchEngine):
 
     requires = frozenset({MARS_TABLES})
     accepts = (MarsCostModel,)
+    imports = ("pymoo",)  # level 1 (optmap.extras checks it before a run)
 
     def __init__(
         self,

@@ -23,7 +23,7 @@ The total is a function of the mapping alone, so every engine (``mars``, ``mars-
 
 Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
-``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM),
+``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM), ``memory_bytes`` (that footprint),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
 """
@@ -41,6 +41,7 @@ from optmap.bounds import MAX_DIMENSION, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
+from optmap.host import Host
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
 from optmap.system import System
 from optmap.workload import Workload
@@ -64,7 +65,7 @@ class MarsCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MARS_TABLES})
     metrics = ("time", "compute_time", "collective_time", "relayout_time", "inter_set_time", "host_time",
-               "memory_fraction", "baseline_time", "reduction")
+               "memory_fraction", "baseline_time", "reduction", "memory_bytes")
 
     def __init__(
         self,
@@ -82,6 +83,7 @@ class MarsCostModel(CostModel):
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
         min_set_size: ints(1, MAX_DIMENSION) = 1,
+        host: Host | None = None,
     ) -> None:
         """Options (note §6 decisions; defaults are the note's recommendations):
 
@@ -97,6 +99,8 @@ class MarsCostModel(CostModel):
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).
         ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
+        ``host`` (given by the host that builds the model, never a problem-file key) supplies the
+        registered designs; without one, this plugin's own.
         """
         if workload.phase != "inference" or workload.batch != 1:  # Sec. VI: single-image inference latency
             raise OptmapError(f"mars prices the latency of one inference (Sec. VI, batch 1); got phase "
@@ -109,7 +113,7 @@ class MarsCostModel(CostModel):
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
         self.candidates = self._candidates(min_set_size)
         if adaptive:
-            self.designs = lookup_designs(list(designs))
+            self.designs = lookup_designs(list(designs), host)
             self.device_designs = None
         else:
             self.designs = ()
@@ -306,7 +310,7 @@ class MarsCostModel(CostModel):
         n = len(X)
         plans, states = self._decode(X)
         out = {m: np.zeros(n) for m in ("compute_time", "collective_time", "relayout_time", "inter_set_time",
-                                         "host_time", "memory_fraction")}
+                                         "host_time", "memory_fraction", "memory_bytes")}
         excess = np.zeros(n)
         stages = []
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -325,6 +329,7 @@ class MarsCostModel(CostModel):
                                  ("relayout_time", "relayout")):
                 np.add.at(out[metric], rows, parts[part])
             np.maximum.at(out["memory_fraction"], rows, parts["memory_fraction"])
+            np.maximum.at(out["memory_bytes"], rows, parts["memory_bytes"])
             np.maximum.at(excess, rows, parts["excess"])
         # sets in turn: one pass through the stages; pipelined: the steady-state period (optmap.schedule)
         reduce = schedule.pass_time if self.aggregate == "sum" else schedule.period
@@ -352,7 +357,9 @@ class MarsCostModel(CostModel):
         return CostReport(metrics=metrics, feasible=metrics["memory_fraction"] <= 1.0 and np.isfinite(metrics["time"]),
                           reason="" if metrics["memory_fraction"] <= 1.0 else "a set exceeds its DRAM (Sec. III)",
                           layers=tuple(self._rows(plan)), plan=described,
-                          tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]]})
+                          tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]],
+                                  "stages": [{"stage": row["set"], "seconds": row["latency_s"] + row["inbound_s"]}
+                                             for row in described["sets"]]})
 
     # --- reporting ------------------------------------------------------------------------------
     def design_name(self, candidate: int, design: int) -> str:

@@ -83,7 +83,8 @@ class SubProblem:
 
     def parts(self, states: np.ndarray) -> dict[str, np.ndarray]:
         """Latency and its parts (n,) of strategy rows (n, size): compute, collective (All-Reduce
-        + SS), relayout, plus ``excess`` and ``memory_fraction`` (footprint / DRAM)."""
+        + SS), relayout, plus ``excess``, ``memory_bytes`` (the footprint of a device of the set) and
+        ``memory_fraction`` (footprint / DRAM)."""
         states = np.atleast_2d(states)
         latency, excess = self.cost(states)
         rows = np.arange(self.size)[None, :] + self.first
@@ -91,7 +92,8 @@ class SubProblem:
         footprint = t.weight_bytes[rows, states].sum(1) + t.act_bytes[rows, states].max(1)
         return {"latency": latency, "compute": t.compute[rows, states].sum(1),
                 "collective": (t.allreduce[rows, states] + t.shared[rows, states] + t.halo[rows, states]).sum(1),
-                "relayout": self._relayout(states), "excess": excess, "memory_fraction": footprint / self.cls.memory}
+                "relayout": self._relayout(states), "excess": excess, "memory_bytes": footprint,
+                "memory_fraction": footprint / self.cls.memory}
 
     def excess(self, states: np.ndarray) -> np.ndarray:
         rows = np.arange(self.size)[None, :] + self.first

@@ -8,7 +8,8 @@ files give bandwidths in Gb/s (``*_gbps``) and the per-message latency in µs (`
   of one group talk directly at 8 Gb/s, every device reaches the host at 2 Gb/s, and traffic
   between groups goes through the host (device → host → device, bottleneck 2 Gb/s).
 * ``h2h-cluster`` (Sec. VI-C): the cloud-scale multi-FPGA system of H2H's comparison, every pair
-  of devices linked at one ``bandwidth_gbps`` (H2H's levels 1, 1.2, 2, 4, 10 Gb/s) and the host
+  of devices linked at one ``bandwidth_gbps`` (H2H's levels 1, 1.2, 2, 4, 10 Gb/s; another only
+  with ``bandwidth_levels = "any"``) and the host
   at ``host_bandwidth_gbps`` (default: the same). Its devices are normally fixed designs
   (``[[system.groups]] accelerator = "superlip"`` ...), the heterogeneous system H2H maps onto.
 
@@ -24,6 +25,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Literal
+
 import networkx as nx
 
 from optmap.bounds import MAX_DIMENSION, Gbps, Microseconds, ints
@@ -66,19 +69,28 @@ def f1_16xlarge(
     return System(devices=devices, groups=grps, graph=graph, topology="f1-16xlarge", params=params)
 
 
+H2H_LEVELS = (1.0, 1.2, 2.0, 4.0, 10.0)  # Gb/s: the bandwidths of H2H's comparison (MARS Sec. VI-C)
+
+
 def h2h_cluster(
     groups: list[GroupSpec],
     *,
     bandwidth_gbps: Gbps = 1.0,
     host_bandwidth_gbps: Gbps | None = None,
     latency_us: Microseconds = 1.0,
+    bandwidth_levels: Literal["h2h", "any"] = "h2h",
 ) -> System:
     """H2H's cloud-scale multi-FPGA system (MARS Sec. VI-C): every device pair linked at ``bandwidth_gbps``.
 
-    ``bandwidth_gbps``: one of H2H's five levels (1, 1.2, 2, 4, 10 Gb/s) or any other;
+    ``bandwidth_gbps``: one of H2H's five levels (1, 1.2, 2, 4, 10 Gb/s); another value is
+    refused unless ``bandwidth_levels = "any"`` (a study beyond the paper's systems);
     ``host_bandwidth_gbps``: device-to-host links (default: ``bandwidth_gbps``);
     ``latency_us`` per link (assumption, 1 µs).
     """
+    if bandwidth_levels == "h2h" and not any(math.isclose(bandwidth_gbps, level) for level in H2H_LEVELS):
+        raise OptmapError(f"h2h-cluster: bandwidth_gbps = {bandwidth_gbps:g} is not one of H2H's levels "
+                          f"({', '.join(f'{level:g}' for level in H2H_LEVELS)} Gb/s, MARS Sec. VI-C); set "
+                          f"system.bandwidth_levels = \"any\" to model another bandwidth")
     devices, grps = assign_devices(groups)
     graph = device_graph(devices)
     graph.add_node(HOST)

@@ -3,7 +3,7 @@
 Both are three-branch DAGs, one branch per modality (RGB, depth, IR), whose features are
 concatenated along channels and processed by shared stages. MARS gives no layer list for either
 and neither paper's exact network is published as a layer table, so these are **documented
-approximations** built from torchvision's ResNet blocks (:func:`optmap.plugins.zoo.models.resnet_stage`):
+approximations** built from torchvision's ResNet blocks (:func:`optmap.workload.resnet.resnet_stage`):
 
 * ``casia-surf`` — the CASIA-SURF baseline (Zhang et al., TBIOM 2020 / CVPR 2019): a ResNet-18
   per modality up to res3 (stem, then stages of two BasicBlocks with 64, 128, 256 channels), the three
@@ -20,7 +20,7 @@ approximations** built from torchvision's ResNet blocks (:func:`optmap.plugins.z
 from __future__ import annotations
 
 from optmap.bounds import Batch, Dimension
-from optmap.plugins.zoo.models import resnet_stage, resnet_stem
+from optmap.workload.resnet import resnet_stage, resnet_stem
 from optmap.workload import Workload, WorkloadBuilder
 
 MODALITIES = ("rgb", "depth", "ir")

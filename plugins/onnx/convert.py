@@ -1,7 +1,9 @@
 """Walks an :class:`OnnxGraph` and emits workload layers for the ONNX nodes that compute activations.
 
-Op handlers (``handlers.py``, ``elementwise.py``, ``movement.py``) turn a node into layers
-through :class:`Converter`'s small API (``emit``, ``alias``) or raise :class:`Unsupported`.
+Op handlers (``handlers.py``, ``elementwise.py``, ``movement.py``, each with its table
+``HANDLERS`` of ONNX op types, joined by ``reader.py`` and given to the :class:`Converter`) turn a
+node into layers through the converter's small API (``emit``, ``alias``) or raise
+:class:`Unsupported`.
 Every node the importer cannot map is collected and all of them are reported together in one
 line, so a user sees the whole list at once. Layers are named once the walk is over, when it is
 known which nodes became layers (``naming.py``).
@@ -10,28 +12,18 @@ known which nodes became layers (``naming.py``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import onnx
 
 from optmap.errors import OptmapError
-from optmap.workload import OpKind, Workload, WorkloadBuilder
+from optmap.workload import OpKind, WorkloadBuilder
 
 from .graph import SHAPE_ONLY_INPUTS, OnnxGraph
 from .naming import Namer, base_names, op_label
 
 Handler = Callable[["Converter", onnx.NodeProto], None]
-HANDLERS: dict[str, Handler] = {}
-
-
-def handles(*op_types: str) -> Callable[[Handler], Handler]:
-    """Register a handler for the ONNX op types ``op_types`` (default domain)."""
-    def register(handler: Handler) -> Handler:
-        for op_type in op_types:
-            HANDLERS[op_type] = handler
-        return handler
-    return register
 
 
 def attributes(node: onnx.NodeProto) -> dict[str, object]:
@@ -75,9 +67,10 @@ class _Pending:
 class Converter:
     """State of one conversion: the layers asked for, the layer behind each activation, what failed."""
 
-    def __init__(self, graph: OnnxGraph, name: str) -> None:
+    def __init__(self, graph: OnnxGraph, name: str, handlers: Mapping[str, Handler]) -> None:
         self.g = graph
         self.name = name
+        self.handlers = handlers  # ONNX op type (default domain) -> handler
         self.layers: list[_Pending | str] = []  # network inputs (their names) and pending layers
         self.layer_of: dict[str, int] = {}  # activation tensor -> index of the layer that outputs it
         self.skip: set[int] = set()  # nodes already folded into another layer (a MatMul's bias Add)
@@ -94,7 +87,7 @@ class Converter:
         for node in self.g.nodes:
             if id(node) in self.skip or not any(self.g.is_activation(out) for out in node.output):
                 continue  # a constant computation, or already part of a layer
-            handler = HANDLERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+            handler = self.handlers.get(node.op_type) if node.domain in ("", "ai.onnx") else None
             if handler is None:
                 self._fail(op_label(node), node)
                 continue
@@ -195,10 +188,3 @@ class Converter:
     def alias(self, output: str, source: str) -> None:
         """``output`` is ``source`` (Identity, Cast): no layer."""
         self.layer_of[output] = self.layer_of[source]
-
-
-def convert(graph: OnnxGraph, name: str, batch: int, dtype: str, phase: str) -> Workload:
-    """The workload of ``graph`` (see ``handlers.py`` for what each ONNX op becomes)."""
-    from . import elementwise, handlers, movement  # noqa: F401  (register the handlers)
-
-    return Converter(graph, name).run().build(batch, dtype, phase)

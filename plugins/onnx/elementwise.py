@@ -7,7 +7,7 @@
 * ``Add``/``Sum`` of two or more activations -> add (a residual merge); any other element-wise
   op of two or more activations (Mul, Sub, Div, Pow, Max, Where, ...) -> binary.
 * An element-wise op of one activation and constants (a bias Add, a scale Mul, Exp, Erf, PRelu,
-  other Clips, Resize, ...) -> elementwise. Its floating-point initializers with more than one
+  a Clip with a bound computed in the graph, Resize, ...) -> elementwise. Its floating-point initializers with more than one
   element (a bias, a PReLU slope, a learned position embedding) count as its parameters; scalars
   (a scale, an epsilon, an exponent) and constants computed in the graph (masks) do not.
 * ReduceSum, ReduceMax, ..., ArgMax and a ReduceMean that is not a global average pooling ->
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import onnx
 
-from .convert import Converter, Unsupported, attributes, handles, has_input
+from .convert import Converter, Handler, Unsupported, attributes, has_input
 from optmap.workload.general_ops import BINARY, ELEMENTWISE, REDUCE
 
 ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softmax": "softmax",
@@ -33,7 +33,6 @@ REDUCTIONS = ("ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceLogSum", "Reduc
               "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")
 
 
-@handles(*ACTIVATIONS)
 def activation(c: Converter, node: onnx.NodeProto) -> None:
     c.emit("activation", [node.input[0]], node.output[0], kind=ACTIVATIONS[node.op_type])
 
@@ -48,7 +47,6 @@ def _clip_bounds(c: Converter, node: onnx.NodeProto) -> list[float | None]:
     return bounds
 
 
-@handles("Clip")
 def clip(c: Converter, node: onnx.NodeProto) -> None:
     bounds = _clip_bounds(c, node)
     given = [x for x in node.input[1:] if x]
@@ -59,7 +57,6 @@ def clip(c: Converter, node: onnx.NodeProto) -> None:
     c.emit("activation", [node.input[0]], node.output[0], kind=kind)
 
 
-@handles("Min", "Max")
 def min_max(c: Converter, node: onnx.NodeProto) -> None:
     xs = c.activations(node)
     constants = [x for x in node.input if x and not c.g.is_activation(x)]
@@ -69,7 +66,6 @@ def min_max(c: Converter, node: onnx.NodeProto) -> None:
         arithmetic(c, node)
 
 
-@handles(*UNARY, *BINARY_OPS)
 def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
     xs = list(dict.fromkeys(c.activations(node)))  # x * x reads x once
     if len(xs) == 1:
@@ -80,9 +76,17 @@ def arithmetic(c: Converter, node: onnx.NodeProto) -> None:
         c.emit(BINARY, xs, node.output[0], fn=node.op_type)
 
 
-@handles(*REDUCTIONS)
 def reduce(c: Converter, node: onnx.NodeProto) -> None:
     if has_input(node, 1) and c.g.is_activation(node.input[1]):
         raise Unsupported(f"{node.op_type} (axes computed from the input)")
     c.emit(REDUCE, [node.input[0]], node.output[0], fn=node.op_type)
 
+
+# ONNX op type -> its handler (reader.py joins the tables of every handler module)
+HANDLERS: dict[str, Handler] = {
+    **dict.fromkeys(ACTIVATIONS, activation),
+    "Clip": clip,
+    **dict.fromkeys(("Min", "Max"), min_max),
+    **dict.fromkeys((*UNARY, *BINARY_OPS), arithmetic),
+    **dict.fromkeys(REDUCTIONS, reduce),
+}

@@ -20,7 +20,7 @@ import math
 
 import onnx
 
-from .convert import Converter, Unsupported, attributes, handles, has_input
+from .convert import Converter, Handler, Unsupported, attributes, has_input
 from .elementwise import reduce
 from optmap.workload.general_ops import ATTENTION, CONV_TRANSPOSE, NORM
 
@@ -95,7 +95,6 @@ def _has_bias(c: Converter, node: onnx.NodeProto) -> bool:
     return not (len(users) == 1 and users[0].op_type == "BatchNormalization" and node.output[0] not in c.g.outputs)
 
 
-@handles("Conv")
 def conv(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     weight = _weight(c, node, 1)  # (Cout, Cin/groups, kh, kw)
@@ -104,7 +103,6 @@ def conv(c: Converter, node: onnx.NodeProto) -> None:
            bias=_has_bias(c, node))
 
 
-@handles("ConvTranspose")
 def conv_transpose(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     weight = _weight(c, node, 1)  # (Cin, Cout/groups, kh, kw)
@@ -116,7 +114,6 @@ def conv_transpose(c: Converter, node: onnx.NodeProto) -> None:
            groups=int(a.get("group", 1)), bias=bias)
 
 
-@handles("Gemm")
 def gemm(c: Converter, node: onnx.NodeProto) -> None:
     a = attributes(node)
     if not c.g.is_activation(node.input[0]) or a.get("transA", 0):
@@ -140,7 +137,6 @@ def _bias_add(c: Converter, out: str, features: int) -> onnx.NodeProto | None:
     return add if shape and shape[-1] == features and math.prod(shape) == features else None
 
 
-@handles("MatMul")
 def matmul(c: Converter, node: onnx.NodeProto) -> None:
     a, b = node.input[0], node.input[1]
     if c.g.is_activation(a) and c.g.is_activation(b):
@@ -163,7 +159,6 @@ def matmul(c: Converter, node: onnx.NodeProto) -> None:
 
 
 # --- pooling -----------------------------------------------------------------------------------
-@handles("MaxPool", "AveragePool")
 def pool(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     a = attributes(node)
@@ -173,20 +168,17 @@ def pool(c: Converter, node: onnx.NodeProto) -> None:
            ceil_mode=bool(a.get("ceil_mode", 0)), **extra)
 
 
-@handles("GlobalAveragePool")
 def global_average_pool(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     c.emit("adaptive_avgpool2d", [node.input[0]], node.output[0], output_size=(1, 1))
 
 
-@handles("GlobalMaxPool")
 def global_max_pool(c: Converter, node: onnx.NodeProto) -> None:
     _, h, w = _image(c, node)
     c.emit("maxpool2d", [node.input[0]], node.output[0], kernel=(h, w), stride=(h, w), padding=(0, 0),
            ceil_mode=False)
 
 
-@handles("ReduceMean")
 def reduce_mean(c: Converter, node: onnx.NodeProto) -> None:
     shape, out = c.g.shape(node.input[0]), c.g.shape(node.output[0])
     if len(shape) == 3 and out == (shape[0], 1, 1):  # the mean over H and W: global average pooling
@@ -204,7 +196,6 @@ def _norm(c: Converter, node: onnx.NodeProto, affine: tuple[int, ...]) -> None:
     c.emit(NORM, [node.input[0]], node.output[0], fn=node.op_type, params=params)
 
 
-@handles("BatchNormalization")
 def batch_norm(c: Converter, node: onnx.NodeProto) -> None:
     if len(c.g.shape(node.input[0])) == 3:
         c.emit("batchnorm2d", [node.input[0]], node.output[0])
@@ -212,7 +203,6 @@ def batch_norm(c: Converter, node: onnx.NodeProto) -> None:
         _norm(c, node, (1, 2))  # BatchNorm1d: scale and bias (the running statistics are buffers)
 
 
-@handles("LayerNormalization")
 def layer_norm(c: Converter, node: onnx.NodeProto) -> None:
     rank = len(c.g.shape(node.input[0])) + 1
     axis = int(attributes(node).get("axis", -1))
@@ -222,15 +212,12 @@ def layer_norm(c: Converter, node: onnx.NodeProto) -> None:
         _norm(c, node, (1, 2))  # over several axes, or without a bias
 
 
-@handles("InstanceNormalization", "GroupNormalization", "RMSNormalization", "LpNormalization",
-         "MeanVarianceNormalization")
 def other_norm(c: Converter, node: onnx.NodeProto) -> None:
     _norm(c, node, {"RMSNormalization": (1,), "LpNormalization": (), "MeanVarianceNormalization": ()}.get(
         node.op_type, (1, 2)))
 
 
 # --- fused attention ---------------------------------------------------------------------------
-@handles("Attention")
 def attention(c: Converter, node: onnx.NodeProto) -> None:
     """ONNX Attention (opset 23): (heads, S, d) per-sample operands, or (S, heads*d) with head counts."""
     if not all(c.g.is_activation(node.input[i]) for i in range(3)):
@@ -249,3 +236,19 @@ def attention(c: Converter, node: onnx.NodeProto) -> None:
            head_dim=head_dim, v_head_dim=v_head_dim, causal=bool(a.get("is_causal", 0)))
 
 
+# ONNX op type -> its handler (reader.py joins the tables of every handler module)
+HANDLERS: dict[str, Handler] = {
+    "Conv": conv,
+    "ConvTranspose": conv_transpose,
+    "Gemm": gemm,
+    "MatMul": matmul,
+    **dict.fromkeys(("MaxPool", "AveragePool"), pool),
+    "GlobalAveragePool": global_average_pool,
+    "GlobalMaxPool": global_max_pool,
+    "ReduceMean": reduce_mean,
+    "BatchNormalization": batch_norm,
+    "LayerNormalization": layer_norm,
+    **dict.fromkeys(("InstanceNormalization", "GroupNormalization", "RMSNormalization", "LpNormalization",
+                     "MeanVarianceNormalization"), other_norm),
+    "Attention": attention,
+}

@@ -18,11 +18,10 @@ import math
 
 import onnx
 
-from .convert import Converter, Unsupported, attributes, handles, has_input
+from .convert import Converter, Handler, Unsupported, attributes, has_input
 from optmap.workload.general_ops import COPY, EMBEDDING, RESHAPE, SLICE, TRANSPOSE
 
 
-@handles("Concat")
 def concat(c: Converter, node: onnx.NodeProto) -> None:
     xs = c.activations(node)
     rank = len(c.g.shape(node.output[0])) + 1
@@ -35,7 +34,6 @@ def concat(c: Converter, node: onnx.NodeProto) -> None:
         c.emit(COPY, xs, node.output[0], fn="Concat", params=c.trainable_elements(node))
 
 
-@handles("Flatten", "Reshape", "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth")
 def reshape(c: Converter, node: onnx.NodeProto) -> None:
     if node.op_type in ("Flatten", "Reshape") and len(c.g.shape(node.output[0])) == 1:
         c.emit("flatten", [node.input[0]], node.output[0])  # torch.flatten(x, 1)
@@ -43,25 +41,21 @@ def reshape(c: Converter, node: onnx.NodeProto) -> None:
         c.emit(RESHAPE, [node.input[0]], node.output[0], fn=node.op_type)
 
 
-@handles("Transpose")
 def transpose(c: Converter, node: onnx.NodeProto) -> None:
     perm = attributes(node).get("perm")  # ONNX's, over the whole tensor (batch included)
     c.emit(TRANSPOSE, [node.input[0]], node.output[0], **({"perm": tuple(perm)} if perm is not None else {}))
 
 
-@handles("Slice", "GatherElements", "GatherND")
 def slice_(c: Converter, node: onnx.NodeProto) -> None:
     c.emit(SLICE, c.activations(node), node.output[0], fn=node.op_type)
 
 
-@handles("Split")
 def split(c: Converter, node: onnx.NodeProto) -> None:
     for i, out in enumerate(node.output):
         if out:
             c.emit(SLICE, [node.input[0]], out, suffix=f".{i}", fn="Split")
 
 
-@handles("SplitToSequence")
 def split_to_sequence(c: Converter, node: onnx.NodeProto) -> None:
     c.sequence(node.output[0], node)
 
@@ -80,7 +74,6 @@ def _chunk_sizes(c: Converter, split: onnx.NodeProto, length: int) -> list[int]:
     return [int(s) for s in sizes]
 
 
-@handles("SequenceAt")
 def sequence_at(c: Converter, node: onnx.NodeProto) -> None:
     split = c.sequences.get(node.input[0])
     if split is None:
@@ -101,7 +94,6 @@ def sequence_at(c: Converter, node: onnx.NodeProto) -> None:
     c.emit(SLICE, [split.input[0]], node.output[0], shape=tuple(shape) or (1,), fn="SplitToSequence")
 
 
-@handles("Gather")
 def gather(c: Converter, node: onnx.NodeProto) -> None:
     data, indices = node.input[0], node.input[1]
     if c.g.is_activation(data):
@@ -112,12 +104,10 @@ def gather(c: Converter, node: onnx.NodeProto) -> None:
         raise Unsupported("Gather (of a constant along an axis other than its rows)")
 
 
-@handles("Expand", "Tile", "Pad", "ScatterND", "ScatterElements")
 def copy(c: Converter, node: onnx.NodeProto) -> None:
     c.emit(COPY, c.activations(node), node.output[0], fn=node.op_type, params=c.trainable_elements(node))
 
 
-@handles("Dropout")
 def dropout(c: Converter, node: onnx.NodeProto) -> None:
     ratio = c.g.const_value(node.input[1]) if has_input(node, 1) else None
     p = float(ratio.reshape(())) if ratio is not None and ratio.size == 1 else float(
@@ -125,6 +115,21 @@ def dropout(c: Converter, node: onnx.NodeProto) -> None:
     c.emit("dropout", [node.input[0]], node.output[0], p=p)
 
 
-@handles("Identity", "Cast", "CastLike")
 def identity(c: Converter, node: onnx.NodeProto) -> None:
     c.alias(node.output[0], node.input[0])
+
+
+# ONNX op type -> its handler (reader.py joins the tables of every handler module)
+HANDLERS: dict[str, Handler] = {
+    "Concat": concat,
+    **dict.fromkeys(("Flatten", "Reshape", "Squeeze", "Unsqueeze", "DepthToSpace", "SpaceToDepth"), reshape),
+    "Transpose": transpose,
+    **dict.fromkeys(("Slice", "GatherElements", "GatherND"), slice_),
+    "Split": split,
+    "SplitToSequence": split_to_sequence,
+    "SequenceAt": sequence_at,
+    "Gather": gather,
+    **dict.fromkeys(("Expand", "Tile", "Pad", "ScatterND", "ScatterElements"), copy),
+    "Dropout": dropout,
+    **dict.fromkeys(("Identity", "Cast", "CastLike"), identity),
+}

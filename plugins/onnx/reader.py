@@ -29,7 +29,8 @@ def read_onnx(file: str | Path, *, batch: Batch | None = None, dtype: str | None
         import onnx  # noqa: F401
     except ImportError:
         raise OptmapError("reading ONNX models needs the onnx package: pip install 'optmap[onnx]'") from None
-    from .convert import convert
+    from . import elementwise, handlers, movement
+    from .convert import Converter
     from .graph import OnnxGraph, load_model
 
     path = Path(file)
@@ -39,7 +40,11 @@ def read_onnx(file: str | Path, *, batch: Batch | None = None, dtype: str | None
         batch = graph.fixed_batch() or 1
     if dtype is None:
         dtype = DTYPES.get(graph.input_dtype(), "fp32")
-    workload = convert(graph, name or path.stem, batch, dtype, phase)
+    table = {**elementwise.HANDLERS, **handlers.HANDLERS, **movement.HANDLERS}  # disjoint op types
+    workload = Converter(graph, name or path.stem, table).run().build(batch, dtype, phase)
     if not any(layer.op != "input" for layer in workload.layers()):
         raise OptmapError(f"{where}: the ONNX graph computes nothing from its inputs")
     return workload
+
+
+read_onnx.imports = ("onnx",)  # optmap.extras: `plugins --check` flags a missing onnx

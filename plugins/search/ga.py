@@ -36,6 +36,7 @@ class GeneticSearch(SearchEngine):
 
     exact = False
     resumable = True
+    imports = ("pymoo",)  # checked before a run (optmap.extras)
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ class GeneticSearch(SearchEngine):
 
         from .operators import MixedSampling, SpaceProblem
 
+        evaluator.prepare()  # e.g. AccPar's compiled kernel, which then scores every generation
         space, n_obj = evaluator.space, len(evaluator.objectives)
         problem = SpaceProblem(space, n_obj)
         checkpoint = evaluator.checkpoint

@@ -8,13 +8,16 @@ Decisions:
   ``evaluator.evaluate(X)`` call (the cost model's vectorised evaluation); the study learns of
   them by ``tell``. Each trial keeps its objective values and constraint violation as user
   attributes and the violation as an Optuna constraint, which TPE and NSGA-II respect.
-- Samplers: ``tpe`` (default for one objective; multivariate with constant liar, Optuna 5's
-  defaults), ``cmaes`` (numeric variables; categorical ones are sampled at random by Optuna),
-  ``random``, ``qmc`` (scrambled Sobol), ``nsga2`` (default for several objectives).
-- Optuna's samplers cost grows with the number of trials and parameters (TPE reads every past
-  trial for every new one: about 0.1 s per trial after 1,000 trials of a 150-variable AccPar
-  plan), so ``max_trials`` (default 1,000) lowers the run's evaluation budget to that; set it
-  to None to spend the whole budget.
+- Samplers: ``tpe`` (multivariate with constant liar, Optuna 5's defaults), ``cmaes`` (numeric
+  variables; categorical ones are sampled at random by Optuna), ``random``, ``qmc`` (scrambled
+  Sobol), ``nsga2`` (Optuna's genetic sampler). ``auto`` (the default) is NSGA-II for several
+  objectives or more than ``MANY_CATEGORICAL`` categorical decisions (TPE learns little there,
+  and costs more per trial), TPE otherwise.
+- Optuna proposes every parameter of every trial in Python, so a trial costs time in proportion
+  to the parameters (TPE also reads every past trial for each new one). ``max_trials = "auto"``
+  (the default) caps a run at :func:`auto_trials`: ``SUGGESTIONS[sampler]`` parameter
+  proposals, between ``AUTO_TRIALS`` trials, so every shipped problem ends in well under a
+  minute; an integer sets the cap, None (from Python) spends the whole budget.
 - Storage: in memory by default. With ``storage`` (any database URL Optuna accepts, e.g.
   ``sqlite:///study.db`` or ``postgresql://user@host/db``) the study lives in the database
   under ``study`` (default ``optmap-<problem name>``) and several optmap processes, on several
@@ -50,6 +53,7 @@ import warnings
 from typing import Any, Literal
 
 import numpy as np
+from optmap import extras
 from optmap.bounds import ints
 from optmap.checkpoint import digest
 from optmap.errors import OptmapError
@@ -57,11 +61,8 @@ from optmap.search import Evaluator, SearchEngine
 from optmap.search.seeding import seed_vectors
 from optmap.space import DesignSpace
 
-SAMPLERS = ("auto", "tpe", "cmaes", "random", "qmc", "nsga2")
-# Categorical decisions above which the samplers below are known to do poorly (the README's
-# study: TPE on AccPar's 153 decisions ends far behind ga; NSGA-II gets within 2 %).
-MANY_CATEGORICAL = 50
-WEAK_ON_CATEGORICAL = ("tpe", "cmaes", "random", "qmc")
+from .optuna_defaults import MANY_CATEGORICAL, _weak_sampler_note, auto_trials, categorical_decisions
+
 PLAIN = (str, int, float, bool, type(None))
 SCHEMA_TRIES = 5  # attempts to open a storage whose tables another worker may be creating
 
@@ -148,25 +149,26 @@ class OptunaSearch(SearchEngine):
 
     exact = False
     resumable = True
+    imports = ("optuna",)  # checked before a run (optmap.extras)
 
     def __init__(
         self,
         *,
         sampler: Literal["auto", "tpe", "cmaes", "random", "qmc", "nsga2"] = "auto",
         batch: ints(1, 100_000) = 32,
-        max_trials: ints(1, 10**9) | None = None,
+        max_trials: ints(1, 10**9) | Literal["auto"] | None = "auto",
         seed_plans: list[str] | None = None,
         storage: str | None = None,
         study: str | None = None,
     ) -> None:
-        """``sampler``: "auto" is TPE for one objective, NSGA-II for several; ``batch`` trials are
-        asked and scored together; ``max_trials`` caps the evaluations below the budget (default: the
-        budget alone, like every engine); ``seed_plans`` names engines (or cost-model plans)
-        enqueued as first trials (default: every plan the cost model names); ``storage`` a database
-        URL to keep and share the study, named ``study``."""
+        """``sampler``: "auto" is NSGA-II for several objectives or many categorical decisions, else
+        TPE; ``batch`` trials are asked and scored together; ``max_trials`` caps the evaluations
+        below the budget ("auto": :func:`auto_trials`; None: the budget alone); ``seed_plans``
+        names engines (or cost-model plans) enqueued as first trials (default: every plan the
+        cost model names); ``storage`` a database URL to keep and share the study, named ``study``."""
         if batch < 1:
             raise OptmapError(f"batch must be >= 1, got {batch}")
-        if max_trials is not None and max_trials < 1:
+        if isinstance(max_trials, int) and max_trials < 1:
             raise OptmapError(f"max_trials must be >= 1 or none, got {max_trials}")
         self.sampler = sampler
         self.batch = batch
@@ -176,14 +178,20 @@ class OptunaSearch(SearchEngine):
         self.study = study
 
     # --- set-up ---------------------------------------------------------------------------
-    def _sampler(self, seed: int, n_obj: int):
+    def _sampler_name(self, space: DesignSpace, n_obj: int) -> str:
+        """The sampler ``sampler`` names; ``auto``: NSGA-II for several objectives or many
+        categorical decisions, else TPE."""
+        if self.sampler != "auto":
+            return self.sampler
+        return "nsga2" if n_obj > 1 or categorical_decisions(space) > MANY_CATEGORICAL else "tpe"
+
+    def _sampler(self, name: str, seed: int, n_obj: int):
         import optuna
 
-        name = self.sampler if self.sampler != "auto" else ("nsga2" if n_obj > 1 else "tpe")
         if name == "cmaes" and n_obj > 1:
             raise OptmapError("sampler 'cmaes' handles one objective; use tpe or nsga2 for several")
         if name == "cmaes" and importlib.util.find_spec("cmaes") is None:
-            raise OptmapError("sampler 'cmaes' needs the cmaes package: pip install cmaes")
+            raise OptmapError(extras.missing_message("cmaes", "sampler 'cmaes'"))
         samplers = {
             "tpe": lambda: optuna.samplers.TPESampler(seed=seed),
             "cmaes": lambda: optuna.samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False),
@@ -191,7 +199,7 @@ class OptunaSearch(SearchEngine):
             "qmc": lambda: optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False),
             "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed),
         }
-        return name, samplers[name]()
+        return samplers[name]()
 
     def _shared(self, evaluator: Evaluator, problem_digest: str):
         """The study in the storage (created, or joined), or None without a storage."""
@@ -213,6 +221,13 @@ class OptunaSearch(SearchEngine):
                 break
             except ValueError as exc:  # e.g. a stored study with other directions
                 raise OptmapError(f"Optuna study '{name}' in {self.storage}: {exc}") from None
+            except ImportError as exc:  # the storage's database driver, e.g. psycopg (Optuna wraps its error)
+                cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+                known = extras.needs(cause, f"Optuna storage {self.storage}") \
+                    if isinstance(cause, ModuleNotFoundError) else None
+                if known is None:
+                    raise
+                raise known from None
             except Exception as exc:
                 # workers started together on an empty database race to create Optuna's tables
                 # (optuna/optuna#1092): the loser sees a database error and finds the tables made
@@ -232,7 +247,7 @@ class OptunaSearch(SearchEngine):
     def search(self, evaluator: Evaluator, seed: int) -> dict:
         import optuna
 
-        self._cap(evaluator)
+        self._cap(evaluator, self._sampler_name(evaluator.space, len(evaluator.objectives)))
         codec = Codec(evaluator.space)
         checkpoint = evaluator.checkpoint
         state = checkpoint.engine_state
@@ -240,7 +255,8 @@ class OptunaSearch(SearchEngine):
         sampler_seed = seed if done == 0 else int(np.random.SeedSequence([seed, done]).generate_state(1)[0])
         worker = uuid.uuid4().hex[:12]
         with _quiet():
-            sampler_name, sampler = self._sampler(sampler_seed, len(evaluator.objectives))
+            sampler_name = self._sampler_name(evaluator.space, len(evaluator.objectives))
+            sampler = self._sampler(sampler_name, sampler_seed, len(evaluator.objectives))
             note = _weak_sampler_note(sampler_name, evaluator.space)
             if note and not state:
                 print(f"note: {note}", file=sys.stderr)
@@ -315,11 +331,14 @@ class OptunaSearch(SearchEngine):
         plans = getattr(evaluator.cost_model, "plans", None)
         return list(plans()) if callable(plans) else []
 
-    def _cap(self, evaluator: Evaluator) -> None:
+    def _cap(self, evaluator: Evaluator, sampler: str) -> None:
         """``max_trials`` tightens the run's budget (so progress, stop reason and resume agree)."""
         budget = evaluator.budget
-        if self.max_trials is not None and (budget.evaluations is None or budget.evaluations > self.max_trials):
-            evaluator.budget = dataclasses.replace(budget, evaluations=self.max_trials)
+        cap = auto_trials(sampler, evaluator.space) if self.max_trials == "auto" else self.max_trials
+        if cap is not None and (budget.evaluations is None or budget.evaluations > cap):
+            evaluator.budget = dataclasses.replace(budget, evaluations=cap)
+            how = "auto: " if self.max_trials == "auto" else ""
+            evaluator.budget_note = f"optuna max_trials={how}{cap:,}"
 
     def _left(self, evaluator: Evaluator) -> int:
         left = evaluator.remaining_evaluations
@@ -348,15 +367,6 @@ class OptunaSearch(SearchEngine):
             evaluator.record(np.array([t["x"] for t in fresh]), np.array([_values(t) for t in fresh]),
                              np.array([t["violation"] for t in fresh], float))
             recorded.update(t["optmap_id"] for t in fresh)
-
-
-def _weak_sampler_note(sampler: str, space: DesignSpace) -> str:
-    """One line when ``sampler`` is known to do poorly on ``space`` (many categorical decisions)."""
-    categorical = sum(1 for v in space.variables if v.kind == "categorical" and not v.is_pinned)
-    if sampler not in WEAK_ON_CATEGORICAL or categorical <= MANY_CATEGORICAL:
-        return ""
-    return (f"optuna's {sampler} sampler learns little from {categorical} categorical decisions; "
-            f"--search ga or sampler = \"nsga2\" usually ends closer to the best plan")
 
 
 def _frozen(codec: Codec, t: dict[str, Any]):

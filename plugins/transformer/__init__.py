@@ -2,8 +2,9 @@
 
 Workload ``transformer``: an encoder, decoder, decoder-only or encoder-decoder stack from a
 preset (:mod:`.presets`) or explicit sizes, rendered as an optmap layer graph that also carries
-its :class:`~optmap.plugins.transformer.config.TransformerConfig` (exact parameter counts,
-per-block FLOPs and tensor-parallel message sizes, :mod:`.config`). Op kind ``mul`` (the
+its :class:`~optmap.workload.transformer.TransformerConfig` (exact parameter counts,
+per-block FLOPs and tensor-parallel message sizes; the core's :mod:`optmap.workload.transformer`,
+shared with the plugins that plan transformers). Op kind ``mul`` (the
 element-wise product of a gated MLP, :mod:`.ops`).
 """
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig, megatron_gpt
 
 
 def _tf(name: str, heads: int, d_ff: int) -> TransformerConfig:
@@ -54,16 +54,6 @@ GPT2_SMALL = _gpt2("gpt2", 12, 768, 12)
 GPT2_MEDIUM = _gpt2("gpt2-medium", 24, 1024, 16)
 GPT2_LARGE = _gpt2("gpt2-large", 36, 1280, 20)
 GPT2_XL = _gpt2("gpt2-xl", 48, 1600, 25)
-
-def megatron_gpt(name: str, layers: int, d: int, heads: int, seq_len: int = 2048) -> TransformerConfig:
-    """A GPT model as the Megatron-LM papers build it (Narayanan et al. SC'21 §5.1; Korthikanti et
-    al. 2022 Table 3): 51,200-token vocabulary (the GPT-2 BPE padded), learned positions over the
-    2,048-token sequence, biases, pre-LN with a final norm, output tied to the embedding, d_ff = 4h.
-    Parameters = Narayanan Eq. 2, 12lh²(1 + 13/(12h) + (V + s)/(12lh)), plus the final norm's 2h."""
-    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
-                             head_dim=d // heads, d_ff=4 * d, seq_len=seq_len, vocab=51200,
-                             max_positions=seq_len, final_norm=True)
-
 
 MEGATRON_22B = megatron_gpt("megatron-22b", 48, 6144, 64)  # Korthikanti et al. 2022 Table 3
 GPT3_175B = megatron_gpt("gpt3-175b", 96, 12288, 96)  # Brown et al. 2020 Table 2.1; Korthikanti Table 3

@@ -41,24 +41,16 @@ Representation limits (the IR has no reshape, gather or embedding op):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Literal
 
 from optmap.bounds import Batch, Depth, Dimension
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
+from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 
-from .config import TransformerConfig
 from .ops import MUL
 from .presets import PRESETS
-
-
-@dataclass(frozen=True, eq=False)
-class TransformerWorkload(Workload):
-    """A Workload that also carries its :class:`TransformerConfig` (the Megatron block chain)."""
-
-    config: TransformerConfig | None = None
-
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
@@ -148,6 +140,9 @@ def _config(preset: str | None, given: dict) -> TransformerConfig:
         if preset not in PRESETS:
             raise OptmapError(f"unknown transformer preset '{preset}'{did_you_mean(preset, PRESETS)}")
         base = PRESETS[preset]
+        if {"heads", "d_model"} & set(given) and "head_dim" not in given:  # the preset's head_dim no longer holds
+            given["head_dim"] = _head_dim(given.get("d_model", base.d_model), given.get("heads", base.heads),
+                                          f"preset '{preset}' with ")
         return base.with_(**given) if given else base
     missing = [name for name in _REQUIRED if name not in given]
     if missing:
@@ -155,11 +150,17 @@ def _config(preset: str | None, given: dict) -> TransformerConfig:
             f"transformer: without a preset, give {', '.join(missing)} (or preset = one of {', '.join(PRESETS)})"
         )
     if "head_dim" not in given:
-        if given["d_model"] % given["heads"]:
-            raise OptmapError(f"transformer: d_model = {given['d_model']} is not divisible by heads = "
-                              f"{given['heads']}; choose sizes that divide, or give head_dim explicitly")
-        given["head_dim"] = given["d_model"] // given["heads"]
+        given["head_dim"] = _head_dim(given["d_model"], given["heads"])
     return TransformerConfig(name=f"transformer-{given['kind']}", **given)
+
+
+def _head_dim(d_model: int, heads: int, where: str = "") -> int:
+    """head_dim = d_model / heads, the one rule wherever head_dim is not given (a preset's own
+    head_dim holds only for its own d_model and heads), refused when it does not divide."""
+    if d_model % heads:
+        raise OptmapError(f"transformer: {where}d_model = {d_model} is not divisible by heads = {heads}; choose "
+                          f"sizes that divide, or give head_dim explicitly")
+    return d_model // heads
 
 
 def transformer(
@@ -191,6 +192,8 @@ def transformer(
     bert-large, gpt2, gpt2-medium, gpt2-large, gpt2-xl, the Megatron GPT models megatron-22b,
     gpt3-175b, turing-530b, megatron-1t, and Llama-style llama2-7b, llama2-70b, llama3-8b,
     llama3-70b (grouped-query attention, gated MLPs); any other key given overrides the preset.
+    Wherever ``head_dim`` is not given it is d_model / heads (refused when that does not divide):
+    overriding a preset's ``heads`` or ``d_model`` recomputes it rather than keep the preset's.
     ``kv_heads`` (grouped-query attention) must divide ``heads``; ``gated_mlp`` gives a SwiGLU MLP.
     Without a preset, kind, layers, d_model, heads, d_ff, seq_len and vocab are required
     (head_dim defaults to d_model / heads, decoder_layers is needed for encoder-decoder).

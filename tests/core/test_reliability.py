@@ -58,7 +58,8 @@ def test_finished_search_survives_an_unwritable_output(tmp_path, capsys, monkeyp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "afile").write_text("")
     code, out, err = run_cli(["run", LENET, "--json", tmp_path / "afile" / "r.json", "--quiet"], capsys)
-    assert code == 0 and "saved it to" in err
+    # issue 26: saved elsewhere, said where, and exit status 3 (was 0), so a script notices
+    assert code == 3 and "saved it to" in err
     saved = Path(err.split("saved it to ")[1].split(" instead")[0])
     assert json.loads(saved.read_text())["values"]["time"] > 0
 
@@ -206,9 +207,18 @@ def test_optuna_runs_to_the_budget_not_a_hidden_cap():
     from optmap.run import solve
     from optmap.search import Budget
 
+    from optmap.plugins.search.optuna_defaults import auto_trials
+
     problem = load(LENET, ["search.optuna.sampler='random'", "search.optuna.batch=256"])
-    assert OptunaSearch().max_trials is None
-    result = solve(problem, engine="optuna", budget=Budget(evaluations=1200))
+    # issue 27 brought a cap back as the default, named and shown: "auto" (docs/search.md), whose
+    # value the progress line prints and which the budget itself becomes (so it is not hidden)
+    assert OptunaSearch().max_trials == "auto"
+    cap = auto_trials("random", problem.space)
+    notes = []
+    capped = solve(problem, engine="optuna", budget=Budget(evaluations=1200),
+                   progress=lambda e: notes.append(e.budget_note))
+    assert cap < 1200 and capped.evaluations == cap and notes[-1] == f"optuna max_trials=auto: {cap:,}"
+    result = solve(problem, engine="optuna", budget=Budget(evaluations=1200), options={"max_trials": None})
     assert result.evaluations == 1200
 
 

@@ -119,7 +119,7 @@ def test_the_files_list_rows_in_grid_order_whatever_order_they_finish_in(problem
         return {**job["row"], "engine": "accpar", "seed": 0, "objectives": {"time": 1.0}, "metrics": {},
                 "stopped": "complete", "error": None}
 
-    def backwards(jobs, on_row, workers=None, scheduler=None):  # as parallel workers may finish
+    def backwards(jobs, on_row, workers=None, scheduler=None, on_stop=None):  # as parallel workers may finish
         for job in reversed(jobs):
             on_row(fake(job))
         return True

@@ -76,7 +76,8 @@ def test_show_lists_the_decisions_that_fix_takes(capsys):
     code, out, _ = run_cli(["show", LENET, "--decisions"], capsys)
     assert code == 0 and "L0:" in out and "I, II, III" in out
     code, _, err = run_cli(["show", LENET, "--plot", "x.png"], capsys)
-    assert "--plot redraws a saved result or sweep" in one_error(code, err)
+    # issue 27 added comparisons to what --plot redraws; a problem file is still refused
+    assert "--plot redraws a saved result, comparison or sweep" in one_error(code, err)
 
 
 def test_sweep_files_and_missing_files_say_what_they_are(capsys):

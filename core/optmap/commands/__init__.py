@@ -3,4 +3,4 @@
 and returns the exit code. Heavy modules are imported inside the functions, so ``--help`` is fast.
 """
 
-MODULES = ("run", "compare", "info", "calibrate", "sweep")
+MODULES = ("run", "compare", "info", "calibrate", "sweep", "report")

@@ -14,12 +14,14 @@ measurements next to it (``<out>.json``), which ``optmap calibrate --refit`` fit
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
 from optmap.errors import OptmapError
 
 GIB = 2**30
+MISFIT_PCT = 50.0  # an in-sample median error above this is said: timings no compute model explains
 
 
 def add_parser(subparsers) -> dict:
@@ -237,19 +239,21 @@ def run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from optmap.compute import read_measurements, write_preset
+    from optmap.compute import read_measurements, save_preset
     from optmap.compute.fit import error_rows, fit_calibration, predict
 
-    output = Path(args.output)
-    if output.suffix != ".toml":
-        raise OptmapError(f"calibrate: --output '{output}' must end in .toml (the preset file)")
+    output = _output(args.output)
     if args.repeats is not None and args.repeats < 1:
         raise OptmapError(f"calibrate: --repeats must be >= 1, got {args.repeats}")
     if args.threads < 1:
         raise OptmapError(f"calibrate: --threads must be >= 1, got {args.threads}")
+    import importlib.util
+
+    if importlib.util.find_spec("scipy") is None:  # the fit's least squares
+        raise OptmapError("optmap calibrate fits with SciPy: pip install 'optmap[calibrate]'")
     console = Console(stderr=True, highlight=False, markup=False)
     if args.refit:
-        measurements = read_measurements(args.refit)
+        measurements, source = read_measurements(args.refit), Path(args.refit)
     else:
         with Progress(TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=console, transient=True) as bar:
@@ -258,7 +262,7 @@ def run(args) -> int:
                 return lambda label: bar.update(task, advance=1, description=label)
 
             measurements = measure(args.device, args.dtype, args.quick, args.repeats, progress, args.threads)
-        measurements.write(output.with_suffix(".json"))
+        source = measurements.write(output.with_suffix(".json"))
     c = measurements.ceilings
     calibration = fit_calibration(measurements.samples, dtype=measurements.dtype, copy_bandwidth=c["copy_bandwidth"],
                                   kernel_s=c["kernel_s"], gemm_flops=c["gemm_flops"], source=f"optmap calibrate on {measurements.device}"
@@ -266,11 +270,33 @@ def run(args) -> int:
     fields = preset_fields(measurements, args.name or output.stem, args.peak_tflops, args.network_gbps)
     header = ("optmap accelerator preset written by `optmap calibrate`: the datasheet fields of\n"
               "Accelerator.from_datasheet, the calibration in [attrs.calibration] (docs/calibration.md). Measurements: "
-              + output.with_suffix(".json").name)
-    write_preset(output, fields, calibration, header)
+              + _relative(source, output))
+    written, _ = save_preset(output, fields, calibration, header)
     errors = error_rows(measurements.samples, predict(calibration, measurements.samples), by=lambda s: s.passes)
     fit = ", ".join(f"{r['key']} median {r['median_pct']:.1f} %" for r in errors)
-    console.print(f"wrote {output} ({len(measurements.samples)} timings; in-sample error: {fit}); "
-                  f"use it with `accelerator = \"{fields['name']}\"` after `file = \"{output.name}\"` "
+    worst = max((r["median_pct"] for r in errors), default=0.0)
+    if not worst <= MISFIT_PCT:
+        print(f"warning: the fitted model misses these timings by a median {worst:.3g} % (over {MISFIT_PCT:g} %); "
+              f"check the measurements ({source})", file=sys.stderr)
+    console.print(f"wrote {written} ({len(measurements.samples)} timings; in-sample error: {fit}); "
+                  f"use it with `accelerator = \"{fields['name']}\"` after `file = \"{written.name}\"` "
                   "in the problem's [accelerators] table", markup=False)
     return 0
+
+
+def _output(text: str) -> Path:
+    """``-o FILE.toml``, checked before anything is measured."""
+    output = Path(text)
+    if not text.strip() or text.endswith(("/", "\\")) or output.is_dir():
+        raise OptmapError(f"calibrate: -o '{text}' is not a file name; give the preset file, e.g. -o mygpu.toml")
+    if output.suffix != ".toml":
+        raise OptmapError(f"calibrate: --output '{output}' must end in .toml (the preset file)")
+    return output
+
+
+def _relative(measurements: Path, preset: Path) -> str:
+    """The measurements file as the preset's header names it: relative to the preset's folder."""
+    try:
+        return os.path.relpath(measurements.resolve(), preset.resolve().parent)
+    except ValueError:  # another drive (Windows)
+        return str(measurements.resolve())

@@ -27,6 +27,22 @@ def add_parallel_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the same on a Dask cluster, e.g. tcp://host:8786 (pip install 'optmap[distributed]')")
 
 
+def add_format_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("rich", "markdown", "csv", "json"), default="rich",
+                        help="how tables are printed: rich terminal tables (default), or markdown, CSV or JSON "
+                             "with full-precision numbers on standard output (other messages go to standard error)")
+
+
+def format_console(args, stdout_taken: str | None = None):
+    """The console for a command's messages: standard error when tables in another format, or
+    ``stdout_taken`` (an option writing to standard output, e.g. ``--json -``), use standard output."""
+    from optmap.report import console
+
+    if stdout_taken and args.format != "rich":
+        raise OptmapError(f"--format {args.format} and {stdout_taken}: only one of them can use standard output")
+    return console(stderr=bool(stdout_taken) or args.format != "rich")
+
+
 def seed_argument(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
@@ -60,12 +76,13 @@ def load_plugins(args):
     return host
 
 
-def load_problem(args):
-    """The command's problem file, with --set, --fix, --plugin and -p applied."""
+def load_problem(args, every_error: bool = False):
+    """The command's problem file, with --set, --fix, --plugin and -p applied (``every_error``:
+    the OptmapError lists every problem of the file, see :func:`optmap.problem.build_problem`)."""
     from optmap.problem import load
 
     load_plugins(args)  # warns about plugins that failed to load
-    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, disabled(args))
+    return load(args.file, args.set, tuple(args.plugin or ()), args.fix, disabled(args), every_error)
 
 
 def default_output(problem, engine: str, seed: int) -> Path:

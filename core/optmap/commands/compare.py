@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 
 from optmap.commands.common import (
+    add_format_argument,
     add_parallel_arguments,
     add_problem_arguments,
+    format_console,
     load_problem,
     output_path,
 )
@@ -27,6 +29,7 @@ def add_parser(commands) -> dict:
     parser.add_argument("--plot", metavar="PNG", help="draw best-so-far against evaluations (needs matplotlib)")
     parser.add_argument("--layers", action="store_true",
                         help="also print each engine's per-layer decisions (first seed)")
+    add_format_argument(parser)
     add_parallel_arguments(parser)
     return {"compare": compare}
 
@@ -45,7 +48,10 @@ def _names(option: str, text: str, expected: str, digits: bool = False) -> list[
 def compare(args) -> int:
     from optmap.comparison import compare as run_comparison
     from optmap.output import save
-    from optmap.report import console, rows_table
+    from optmap.provenance import provenance
+    from optmap.cost import unit
+    from optmap.report import comparison_table
+    from optmap.tabular import write
 
     engines = _names("--search", args.search, "engines, e.g. dp,owt,accpar")
     seeds = [int(s) for s in _names("--seeds", args.seeds, "whole numbers >= 0, e.g. 0,1,2", digits=True)] \
@@ -63,7 +69,7 @@ def compare(args) -> int:
         if importlib.util.find_spec("matplotlib") is None:
             raise OptmapError("--plot needs matplotlib: pip install 'optmap[plot]'")
     progress = Progress("compare")
-    terminal = console(stderr=to_stdout)  # standard output holds the JSON or CSV alone
+    terminal = format_console(args, ("--json -" if args.json == "-" else "--csv -") if to_stdout else None)
     table = run_comparison(problem, engines, seeds, baseline=args.baseline or engines[0], progress=progress,
                     on_start=lambda name, seed: progress.restart(f"{name} (seed {seed})"),
                     workers=args.workers, scheduler=args.scheduler)
@@ -71,12 +77,24 @@ def compare(args) -> int:
     for run in table.runs:
         if run.extra.get("error"):
             print(f"note: {run.engine} (seed {run.seed}) failed: {run.extra['error']}", file=sys.stderr)
-    terminal.print(rows_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
-                              f"{table.best_known:.6g})", table.rows))
+    cut = ", INTERRUPTED: partial" if table.interrupted else ""
+    tables = [comparison_table(f"{problem.name}: {table.objective} ({table.best_known_source} "
+                               f"{table.best_known:.6g}{cut})", table.rows, unit(problem.cost_model, table.objective))]
+    if args.layers:
+        from optmap.report import layer_table
+
+        for name in engines:
+            run = next((r for r in table.runs if r.engine == name and r.report is not None), None)
+            layers = layer_table(run) if run is not None else None
+            if layers is not None:
+                layers.title = f"{name}: per-layer mapping"
+                tables.append(layers)
+    write(tables, args.format, terminal)
+    made = provenance(args.argv, problem.host)
     if args.json == "-":
-        sys.stdout.write(table.json_text() + "\n")
+        sys.stdout.write(table.json_text(made) + "\n")
     elif json_out:
-        terminal.print(f"table and runs written to {save(json_out, table.json_text(), what='comparison')}")
+        terminal.print(f"table and runs written to {save(json_out, table.json_text(made), what='comparison')}")
     if csv_out:
         rows, history = table.csv_texts()
         if args.csv == "-":
@@ -87,15 +105,12 @@ def compare(args) -> int:
             terminal.print(f"table written to {written}, every run's history to {trail}")
     if plot_out:
         terminal.print(f"convergence plot written to {save(plot_out, table.plot(), what='plot')}")
-    if args.layers:
-        from optmap.report import layer_table
-
-        for name in engines:
-            run = next((r for r in table.runs if r.engine == name and r.report is not None), None)
-            layers = layer_table(run) if run is not None else None
-            if layers is not None:
-                layers.title = f"{name}: per-layer mapping"
-                terminal.print(layers)
+    if table.interrupted:
+        done = sum(run.stopped != "interrupted" for run in table.runs)
+        print(f"interrupted after {done} of {len(engines) * len(seeds)} runs; the table's 'interrupted' column counts "
+              f"the runs cut short or not started", file=sys.stderr)
+        signals = [run.extra["signal"] for run in table.runs if "signal" in run.extra]
+        return 128 + int(signals[-1] if signals else 2)
     return 0
 
 

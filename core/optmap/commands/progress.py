@@ -36,7 +36,10 @@ class Progress:
         best = f"{evaluator.best_value:.6g}" if evaluator.best_f is not None else "- (none feasible yet)"
         total = _total(evaluator)
         done = f"{evaluator.evaluations:,}" + (f"/{total:,}" if total else "")
-        print(f"{self.label}: {done} evaluations, best {best}, {evaluator.elapsed:.1f} s", file=sys.stderr, flush=True)
+        limit = _seconds(evaluator)
+        elapsed = f"{evaluator.elapsed:.1f}" + (f"/{limit:g}" if limit else "")
+        why = _why(evaluator)
+        print(f"{self.label}: {done} evaluations{why}, best {best}, {elapsed} s", file=sys.stderr, flush=True)
 
     def __call__(self, evaluator) -> None:
         if self.plain:
@@ -56,7 +59,8 @@ class Progress:
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                 TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), transient=True)
             self.bar.start()
-            self.task = self.bar.add_task(self.label, total=_total(evaluator), best="-")
+            limit = f" (stops at {_seconds(evaluator):g} s)" if _seconds(evaluator) else ""
+            self.task = self.bar.add_task(f"{self.label}{_why(evaluator)}{limit}", total=_total(evaluator), best="-")
         best = f"{evaluator.best_value:.5g}" if evaluator.best_f is not None else "-"
         # the total again: an engine may announce its count after the bar appeared (mars, after its seeds)
         self.bar.update(self.task, completed=evaluator.evaluations, total=_total(evaluator), best=best)
@@ -70,3 +74,14 @@ class Progress:
 def _total(evaluator) -> int | None:
     """The evaluations a bar counts to: what the engine announced, else the budget's."""
     return evaluator.expected or evaluator.budget.evaluations
+
+
+def _seconds(evaluator) -> float | None:
+    """The budget's time limit, if any."""
+    return getattr(getattr(evaluator, "budget", None), "seconds", None)
+
+
+def _why(evaluator) -> str:
+    """`` (why the budget is what it is)`` when an engine tightened it (optuna's max_trials), else ""."""
+    note = getattr(evaluator, "budget_note", "")
+    return f" ({note})" if note else ""

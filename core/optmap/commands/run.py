@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 from optmap.commands.common import (
+    add_format_argument,
     add_parallel_arguments,
     add_problem_arguments,
     default_output,
     engine_options,
+    format_console,
     load_problem,
     output_path,
     seed_argument,
@@ -41,14 +43,17 @@ def add_parser(commands) -> dict:
     parser.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///study.db or "
                         "postgresql://user:pass@host/db, shared by several optmap processes")
     parser.add_argument("--study", metavar="NAME", help="Optuna study name (default: the problem's name)")
+    add_format_argument(parser)
     add_parallel_arguments(parser)
     return {"run": run}
 
 
 def run(args) -> int:
     from optmap.output import exclusive, json_text, save
-    from optmap.report import LAYER_ROWS, console, front_table, layer_table, report_tables, result_table
+    from optmap.provenance import provenance
+    from optmap.report import LAYER_ROWS, front_table, layer_table, report_tables, result_table
     from optmap.run import SearchFailed, solve
+    from optmap.tabular import write
 
     if args.search is not None and not args.search.strip():
         raise OptmapError("--search '': name an engine (optmap plugins lists them)")
@@ -71,15 +76,16 @@ def run(args) -> int:
         from optmap.plots import pyplot
 
         pyplot()  # a missing matplotlib is said before the search
-    terminal = console(stderr=to_stdout)  # with --json -, standard output holds the JSON alone
+    terminal = format_console(args, "--json -" if to_stdout else None)  # standard output: JSON or tables alone
 
     def keep(result, path: Path = out) -> str:
-        text = json_text({"problem": problem.spec, **result.to_json()})
+        text = json_text({"problem": problem.spec, **result.to_json(), "provenance": made})
         if to_stdout:
             sys.stdout.write(text + "\n")
             return "standard output"
         return str(save(path, text, fallbacks=[checkpoint.parent]))
 
+    made = provenance(args.argv, problem.host)
     progress = Progress(f"{engine}")
     with exclusive(out) if not to_stdout else contextlib.nullcontext():
         try:
@@ -94,19 +100,15 @@ def run(args) -> int:
             raise
         progress.close()
         where = keep(result)
-    terminal.print(result_table(result))
     limit = problem.search.budget.evaluations
     if limit and result.evaluations > limit and not result.extra.get("complete"):
         print(f"note: engine '{engine}' made {result.evaluations:,} evaluations, more than the budget's {limit:,} "
               f"(the budget is checked between batches); compare runs at equal evaluations with care",
               file=sys.stderr)
-    front = front_table(result)
-    if front is not None:
-        terminal.print(front)
-    layers = layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS)
+    tables = [result_table(result), front_table(result)]
     if not args.quiet:
-        for table in ([layers] if layers is not None else []) + report_tables(result):
-            terminal.print(table)
+        tables += [layer_table(result, rows=None if args.layers == "all" else LAYER_ROWS), *report_tables(result)]
+    write(tables, args.format, terminal)
     terminal.print(f"result written to {where}")
     if plot:
         from optmap.plots import plot_run

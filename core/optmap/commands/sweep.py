@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
 from optmap.commands.common import (
+    add_format_argument,
     add_parallel_arguments,
     disabled,
+    format_console,
     load_plugins,
     output_path,
     seed_argument,
@@ -43,8 +47,42 @@ def add_parser(commands) -> dict:
     parser.add_argument("--y", metavar="METRIC[,METRIC]", help="what the figure and table show "
                         "(default: the speedup, else the objective)")
     parser.add_argument("--markdown", metavar="FILE.md", help="also write the figure as a markdown table")
+    add_format_argument(parser)
     add_parallel_arguments(parser)
     return {"sweep": sweep}
+
+
+@contextlib.contextmanager
+def _sigterm_stops(study):
+    """SIGTERM outside a point's search stops the sweep as Ctrl-C does (inside one, the search's
+    own handler stops it), and the exit status says which: 128 + the signal."""
+    def stop(signum, frame):
+        study.signal = signum
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _engines(text: str | None) -> list[str]:
+    """``--search A,B``: engine names, none of them empty."""
+    if text is None:
+        return []
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise OptmapError(f"--search '{text}': expected comma-separated engine names, e.g. dp,owt "
+                          f"(optmap plugins lists them)")
+    repeated = [name for name in names if names.count(name) > 1]
+    if repeated:
+        raise OptmapError(f"--search '{text}': '{repeated[0]}' is listed twice; list each once")
+    return names
 
 
 def _seeds(args) -> list[int]:
@@ -85,11 +123,12 @@ def _default_out(files: list[str]):
 
 def sweep(args) -> int:
     from optmap.output import exclusive
-    from optmap.report import console, rows_table
+    from optmap.provenance import provenance
+    from optmap.report import rows_table
     from optmap.sweep import plan, run
     from optmap.sweep.summary import flat_rows, markdown, pivot
 
-    load_plugins(args)
+    host = load_plugins(args)
     output_path(args.plot, "--plot", suffix=".png")
     output_path(args.markdown, "--markdown")
     if args.plot:
@@ -97,11 +136,11 @@ def sweep(args) -> int:
 
         pyplot()  # a missing matplotlib is said before anything runs
     plugins, off = tuple(args.plugin or ()), disabled(args)
-    engines = [name.strip() for name in (args.search or "").split(",") if name.strip()]
-    study = plan(args.files, args.vary, args.variants, engines, _seeds(args), args.set, args.fix, plugins, off,
-                 _baseline(args.baseline), args.out or _default_out(args.files))
+    study = plan(args.files, args.vary, args.variants, _engines(args.search), _seeds(args), args.set, args.fix,
+                 plugins, off, _baseline(args.baseline), _default_out(args.files) if args.out is None else args.out)
     store, todo = study.store, study.todo
-    terminal = console()
+    store.provenance = provenance(args.argv, host)
+    terminal = format_console(args)
     done = len(study.points) - len(todo)
     how = f"{args.workers} local processes" if args.workers else f"Dask at {args.scheduler}" if args.scheduler else \
         "this process"
@@ -110,7 +149,7 @@ def sweep(args) -> int:
                    + (f"; running {len(todo)} in {how}" if todo else ""))
     progress = _Progress(len(todo), study.objectives)
     try:
-        with exclusive(store.json_path):  # a second sweep on the same output is refused
+        with _sigterm_stops(study), exclusive(store.json_path, "--out"):  # a second sweep on one output is refused
             run(study, args.workers, args.scheduler, plugins, off, on_row=progress.update)
     except KeyboardInterrupt:
         study.complete = False
@@ -123,7 +162,9 @@ def sweep(args) -> int:
     if len(set(columns) | set(metrics)) <= 6:
         columns = list(dict.fromkeys(columns + metrics))
     if study.rows:
-        terminal.print(rows_table(study.title, flat_rows(study.rows, columns)))
+        from optmap.tabular import write
+
+        write([rows_table(study.title, flat_rows(study.rows, columns))], args.format, terminal)
         terminal.print(f"rows written to {store.csv_path} and {store.json_path}")
     if study.foreign:
         rows = "1 row" if study.foreign == 1 else f"{study.foreign} rows"
@@ -142,7 +183,7 @@ def sweep(args) -> int:
         left = len(study.points) - sum(store.done(point.id) for point in study.points)
         print(f"interrupted: {left} of {len(study.points)} points left; rerun the same command to run only those",
               file=sys.stderr)
-        return 130
+        return 128 + int(study.signal)  # as optmap run: 130 after Ctrl-C, 143 after SIGTERM
     if failed:
         print(f"{len(failed)} points failed (see the error column): {failed[0]['error']}; "
               f"a rerun tries them again", file=sys.stderr)

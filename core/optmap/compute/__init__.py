@@ -22,6 +22,7 @@ _API = {
     "isolated_time": "optmap.compute.model",
     "read_preset": "optmap.compute.preset",
     "write_preset": "optmap.compute.preset",
+    "save_preset": "optmap.compute.preset",
 }
 
 __all__ = sorted(_API)

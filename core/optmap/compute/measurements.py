@@ -3,8 +3,8 @@
 A measurement file (JSON, what ``optmap calibrate`` writes) holds the device, the dtype, the
 ceilings and one row per timed operation::
 
-    {"device": "...", "dtype": "bf16", "ceilings": {"gemm_tflops": ..., "copy_gBps": ...,
-     "kernel_us": ..., "dispatch_us": ...},
+    {"device": "...", "dtype": "bf16", "ceilings": {"gemm_flops": ..., "copy_bandwidth": ...,
+     "kernel_s": ..., "memory_bytes": ..., "torch": "2.5.1"},
      "rows": [{"family": "conv-batch", "group": "vgg16", "label": "features.2 /4", "split": 4,
                "op": "conv2d", "shape": {"batch": 64, "cin": 64, ...}, "passes": "training",
                "seconds": 0.0007}]}
@@ -12,7 +12,8 @@ ceilings and one row per timed operation::
 ``family`` names what was varied (``gemm``, ``conv-batch``, ``conv-in``, ``conv-out``), ``group``
 the unit held out together when checking a fit (a network, a hidden size), ``split`` how many
 ways the operation was cut (1: unsplit). ``seconds`` is timed around the operation alone
-(:func:`optmap.compute.isolated_time`).
+(:func:`optmap.compute.isolated_time`). :func:`read_measurements` checks the whole file against
+:class:`MeasurementFile` before anything is fitted.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
 
 from optmap.errors import OptmapError
 
@@ -52,31 +56,82 @@ class Measurements:
         return {"device": self.device, "dtype": self.dtype, "ceilings": self.ceilings,
                 "rows": [asdict(s) for s in self.samples]}
 
-    def write(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1) + "\n")
+    def write(self, path: str | Path) -> Path:
+        """Write the file through :func:`optmap.output.save` (atomic, a fall-back folder); the path used."""
+        from optmap.output import json_text, save
+
+        return save(path, json_text(self.to_json()) + "\n", what="measurements")
+
+
+# Plausibility bounds, so a typo (0, 1e300, 1e-300) is refused rather than fitted: the ceilings
+# within the ranges the fit searches (optmap.compute.fit.FITTED: 1e6 to 1e17 FLOP/s, 1e6 to 1e15
+# B/s), a kernel's time 1 ns to 1 s, a timing 1 ns to 1e6 s, a size at most 1e15 elements.
+MAX_SIZE, MIN_SECONDS, MAX_SECONDS = 1e15, 1e-9, 1e6
+SHAPE_FLAGS = ("aligned", "causal")  # true/false entries of a shape; every other entry is a size > 0
+
+
+def _between(least: float, most: float):
+    return Annotated[float, Field(ge=least, le=most)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class CeilingsPart(BaseModel):
+    """The measured ceilings a fit starts from (other entries, such as the torch version, kept)."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    gemm_flops: _between(1e6, 1e17)
+    copy_bandwidth: _between(1e6, 1e15)
+    kernel_s: _between(MIN_SECONDS, 1.0)
+    memory_bytes: _between(1e6, 1e18)
+
+
+class SamplePart(_Strict):
+    family: str
+    group: str
+    label: str
+    op: str
+    shape: dict[str, Any]
+    passes: str
+    seconds: _between(MIN_SECONDS, MAX_SECONDS)
+    split: Annotated[int, Field(ge=1)] = 1
+
+    @pydantic.model_validator(mode="after")
+    def _shape_prices(self):
+        """Sizes where sizes go, and an op, passes and shape keys the compute model prices."""
+        for key, value in self.shape.items():
+            flag = key in SHAPE_FLAGS
+            size = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= MAX_SIZE
+            if (flag and not isinstance(value, bool)) or (not flag and not size):
+                want = "true or false" if flag else f"a size > 0 and <= {MAX_SIZE:g}"
+                raise ValueError(f"shape.{key}: expected {want}, got {json.dumps(value)}")
+        from optmap.compute.lowering import lower
+
+        try:
+            lower(self.op, self.shape, self.passes)
+        except OptmapError as exc:
+            raise ValueError(" ".join(str(exc).removeprefix("compute: ").split())) from None
+        return self
+
+
+class MeasurementFile(_Strict):
+    """What ``optmap calibrate`` writes next to its preset (module docstring)."""
+
+    device: str
+    dtype: Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8"]
+    ceilings: CeilingsPart
+    rows: Annotated[list[SamplePart], Field(min_length=1)]
 
 
 def read_measurements(path: str | Path) -> Measurements:
-    """Read a measurement file written by ``optmap calibrate``."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise OptmapError(f"measurements '{path}': cannot read it ({exc})") from None
-    fields = ("family", "group", "label", "op", "shape", "passes", "seconds")
-    where = f"measurements '{path}': not an optmap measurement file"
-    if not isinstance(data, dict):
-        raise OptmapError(f"{where} (expected a JSON object)")
-    missing = [key for key in ("device", "dtype", "ceilings", "rows") if key not in data]
-    if missing:
-        raise OptmapError(f"{where} (no '{missing[0]}' entry)")
-    if not isinstance(data["rows"], list) or not isinstance(data["ceilings"], dict):
-        raise OptmapError(f"{where} ('rows' must be a list and 'ceilings' an object)")
-    samples = []
-    for i, row in enumerate(data["rows"]):
-        bad = not isinstance(row, dict) or [k for k in fields if k not in row] or \
-            [k for k in row if k not in (*fields, "split")]
-        if bad:
-            what = "not an object" if not isinstance(row, dict) else f"entry '{bad[0]}' missing or unknown"
-            raise OptmapError(f"{where} (row {i}: {what}; a row has {', '.join(fields)} and optionally split)")
-        samples.append(Sample(**row))
-    return Measurements(str(data["device"]), str(data["dtype"]), dict(data["ceilings"]), samples)
+    """Read a measurement file written by ``optmap calibrate``, validated whole
+    (:class:`MeasurementFile`): one line naming the file, the key and what was expected."""
+    from optmap.schemas import check, read_json
+
+    where = f"measurements '{path}'"
+    data = read_json(path, "measurement file")
+    check(MeasurementFile, data, where)
+    samples = [Sample(**row) for row in data["rows"]]
+    return Measurements(data["device"], data["dtype"], dict(data["ceilings"]), samples)

@@ -87,10 +87,18 @@ def preset_text(fields: Mapping[str, Any], calibration: Calibration | None, head
 
 def write_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None, header: str = "") -> Accelerator:
     """Write a preset file and return the accelerator it describes (read back, so it round-trips)."""
-    path = Path(path)
+    return save_preset(path, fields, calibration, header)[1]
+
+
+def save_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None,
+                header: str = "") -> tuple[Path, Accelerator]:
+    """Write a preset file through :func:`optmap.output.save` (atomic; a fall-back folder when
+    ``path`` cannot be written): the path used and the accelerator read back from it."""
+    from optmap.output import save
+
     allowed = {"name", *DATASHEET_KEYS} - {"attrs"}  # the calibration is written as [attrs.calibration]
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise OptmapError(f"preset: unknown datasheet field '{unknown[0]}'; valid: {', '.join(DATASHEET_KEYS)}")
-    path.write_text(preset_text(fields, calibration, header))
-    return read_preset(path)
+    written = save(path, preset_text(fields, calibration, header), what="preset")
+    return written, read_preset(written)

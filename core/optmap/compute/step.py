@@ -152,15 +152,16 @@ def mixed_precision(dtype: str) -> bool:
 
 
 def _kept(layer: Layer) -> bool:
-    """A contraction or a merge: the layers AccPar's block view keeps."""
+    """A contraction or a merge: the nodes of the series-parallel block view (:mod:`optmap.workload.views`)."""
     return layer.weighted or layer.kind.merge
 
 
 def owners(workload: Workload) -> dict[str, list[Layer]]:
     """Each contraction or merge layer → the element-wise layers that work on its output.
 
-    An element-wise layer belongs to the nearest contraction or merge layer upstream of it (the
-    one AccPar's block view keeps); layers fed by the network input alone belong to no one.
+    An element-wise layer belongs to the nearest contraction or merge layer upstream of it (a node
+    of the block view that layer-wise partitioners plan); layers fed by the network input alone
+    belong to no one. :func:`training_step` reports its per-layer times by these owners.
     """
     owned: dict[str, list[Layer]] = {l.name: [] for l in workload.layers() if _kept(l)}
     for layer in workload.layers():

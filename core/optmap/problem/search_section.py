@@ -12,20 +12,20 @@ from optmap.options import suggestion, unknown_key, validate_options
 from optmap.problem.common import lookup, resolve, short
 from optmap.search import Budget
 
-EXHAUSTIVE_LIMIT = 1_000_000  # points a default exhaustive search may enumerate
-
-
-def default_engine(cost_model: Any, host: Host) -> str:
+def default_engine(cost_model: Any, host: Host, where: str = "problem") -> str:
     """The engine of a problem that names none: the formulation's own (``default_engine``), else
-    exhaustive for a small space, else the genetic algorithm (random sampling without pymoo)."""
-    import importlib.util
-
+    the generic engine declared the default for a space of its size (``DefaultFor`` given at
+    registration; of several, the most preferred)."""
     own = getattr(cost_model, "default_engine", None)
     if isinstance(own, str) and own in host.registries["search_engine"]:
         return own
-    if cost_model.space.size <= EXHAUSTIVE_LIMIT:
-        return "exhaustive"
-    return "ga" if "ga" in host.registries["search_engine"] and importlib.util.find_spec("pymoo") else "random"
+    size = cost_model.space.size
+    fitting = [(-entry.default.preference, name) for name, entry in host.registries["search_engine"].items()
+               if entry.default is not None and size <= entry.default.max_size]
+    if not fitting:
+        raise OptmapError(f"{where}: [search] no installed search engine is a default for a space of {size:.4g} points; name one "
+                          f"in [search] engine (engines: {', '.join(host.names('search_engine'))})")
+    return min(fitting)[1]
 
 
 @dataclass
@@ -64,7 +64,7 @@ def budget(where: str, raw: Any) -> Budget:
 def search_defaults(where: str, table: dict, host: Host, cost_model: Any) -> SearchDefaults:
     """The section, with every engine option table validated against its engine's signature."""
     engine = table.pop("engine", None)
-    engine = default_engine(cost_model, host) if engine is None else engine
+    engine = default_engine(cost_model, host, where) if engine is None else engine
     seed = table.pop("seed", 0)
     limits = budget(where, table.pop("budget", {}))
     lookup(f"{where}: [search]", "engine", engine, host, "search_engine")

@@ -9,7 +9,7 @@ from optmap.errors import OptmapError
 
 # What a run may spend when neither the problem nor the command line says: every engine stops.
 DEFAULT_EVALUATIONS = 20_000
-DEFAULT_SECONDS = 300.0
+DEFAULT_SECONDS = 60.0  # a run whose file sets no budget ends within a minute
 
 
 @dataclass(frozen=True)

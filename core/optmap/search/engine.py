@@ -26,6 +26,9 @@ class SearchEngine(ABC):
     - ``seed_plans``: names of engines, or of plans the cost model names, that the engine starts
       from (an instance attribute set from its options); each is checked when the engine is
       chosen, before anything runs.
+
+    A generic engine is declared the default of formulations without a ``default_engine`` at
+    registration, not here (:class:`optmap.registry.DefaultFor`), so choosing one imports none.
     """
 
     requires: frozenset[str] = frozenset()

@@ -65,11 +65,14 @@ class Evaluator:
         self.budget = budget
         self.progress = progress
         self._batch = batch_evaluate or (lambda X: evaluate_batch(cost_model, X))
+        self._scores_here = batch_evaluate is None  # else worker processes score (optmap.parallel)
         self.evaluations = 0
         self.started = time.perf_counter()
         self.stop_requested = False
         self.not_a_number = 0  # mappings with a NaN objective (infinity is a model's way to say infeasible)
         self.expected: int | None = None  # evaluations an engine announces it will make (progress bars)
+        self.setup_seconds = 0.0  # one-off set-up of the cost model, off the clock (prepare)
+        self.budget_note = ""  # why the budget is what it is, when an engine tightened it (progress lines)
         self.stop_signal: int | None = None  # the signal that asked to stop, if any
         self.checkpoint = checkpoint or Checkpoint()
         self._make_engine = make_engine
@@ -122,6 +125,22 @@ class Evaluator:
             return None
         return max(0, self.budget.evaluations - self.evaluations)
 
+    def prepare(self, rows: int | None = None) -> None:
+        """Let the cost model set itself up (its ``prepare(rows)``, e.g. AccPar loading its
+        compiled kernel) for a search of about ``rows`` plans (default: the evaluations left),
+        off the clock: a process's one-off set-up is not the engine's search time, and in a
+        comparison it would otherwise fall on whichever engine runs first. The seconds it took
+        are kept in :attr:`setup_seconds` (the result's ``extra``). Nothing to do when other
+        processes score the batches (``batch_evaluate``: workers prepare their own copy)."""
+        prepare = getattr(self.cost_model, "prepare", None)
+        if not callable(prepare) or not self._scores_here:
+            return
+        start = time.perf_counter()
+        prepare(self.remaining_evaluations if rows is None else rows)
+        took = time.perf_counter() - start
+        self.started += took
+        self.setup_seconds += took
+
     # --- engines and sub-searches ---------------------------------------------------------------
     def make_engine(self, name: str):
         """Another engine of this run's problem, built with the problem's options for it."""
@@ -143,9 +162,11 @@ class Evaluator:
             seconds=None if b.seconds is None else max(1e-3, b.seconds - self.elapsed),
         )
         space = self.space.pin({**self.space.pinned, **(fixed or {})}) if fixed else self.space
-        return Evaluator(self.cost_model, self.objectives, self.constraints, left, batch_evaluate=self._batch,
-                         make_engine=self._make_engine, senses=self.senses, lower_bounds=self.lower_bounds,
-                         space=space)
+        child = Evaluator(self.cost_model, self.objectives, self.constraints, left, batch_evaluate=self._batch,
+                          make_engine=self._make_engine, senses=self.senses, lower_bounds=self.lower_bounds,
+                          space=space)
+        child._scores_here = self._scores_here
+        return child
 
     def merge(self, other: "Evaluator") -> None:
         """Count ``other``'s evaluations as this evaluator's; its best and front join this run's."""
@@ -271,7 +292,8 @@ class Evaluator:
             evaluations=self.evaluations,
             seconds=self.elapsed,
             stopped=stopped,
-            extra=dict(extra or {}),
+            extra={**(extra or {}), **({"setup_seconds": round(self.setup_seconds, 3)} if self.setup_seconds >= 1e-3
+                                        else {})},
             senses=self.senses,
             units={m: unit(self.cost_model, m) for m in getattr(self.cost_model, "metrics", ())},
         )

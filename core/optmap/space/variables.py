@@ -92,7 +92,9 @@ class Variable:
 
     def parse(self, value: Any) -> Any:
         """``value`` as one of this variable's values; a string from the command line matches a
-        choice by its text. An OptmapError names the domain otherwise."""
+        choice by its text. An integer tagged ``step`` (the quantity one unit stands for, e.g.
+        AccPar's share grid, 1/60) also takes that quantity, as results print it: to four
+        significant digits (:meth:`_from_step`). An OptmapError names the domain otherwise."""
         if self.kind == "categorical":
             same_type = [c for c in self.choices if type(c) is type(value) and c == value]
             numbers = [c for c in self.choices if _number(c) and _number(value) and c == value]
@@ -109,12 +111,27 @@ class Variable:
             return tuple(by_text[str(i)] for i in items)
         if not _number(value) or not math.isfinite(value):
             raise OptmapError(f"decision '{self.name}': {value!r} is not a number in [{self.low:g}, {self.high:g}]")
+        if self.kind == "integer" and value != int(value) and self.tag("step"):
+            return self._from_step(value)
         if self.kind == "integer" and value != int(value):
             raise OptmapError(f"decision '{self.name}': {value!r} is not a whole number in "
                               f"[{self.low:g}, {self.high:g}]")
         if not self.low <= value <= self.high:
             raise OptmapError(f"decision '{self.name}': {value!r} is outside [{self.low:g}, {self.high:g}]")
         return int(value) if self.kind == "integer" else float(value)
+
+    def _from_step(self, quantity: float) -> int:
+        """The whole number whose quantity (``value × step``) is ``quantity`` as printed to four
+        significant digits (a result's 0.3333 is step 20 of 1/60), or an OptmapError naming the
+        nearest ones."""
+        step = float(self.tag("step"))
+        nearest = int(round(quantity / step))
+        if self.low <= nearest <= self.high and abs(nearest * step - quantity) <= 5e-4 * max(abs(quantity), step):
+            return nearest
+        around = [k for k in (math.floor(quantity / step), math.ceil(quantity / step)) if self.low <= k <= self.high]
+        options = " or ".join(f"{k * step:.4g} ({k})" for k in dict.fromkeys(around)) or "none in range"
+        raise OptmapError(f"decision '{self.name}': {quantity!r} is not on its grid of {self.low:g}..{self.high:g} "
+                          f"steps of {step:.4g}; nearest: {options}")
 
     def encode(self, value: Any) -> np.ndarray:
         """The vector columns for a decision."""

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from optmap.errors import OptmapError
-from optmap.sweep.design import Point, parse_vary, points
+from optmap.sweep.design import Point, grid_size, parse_vary, points
 from optmap.sweep.execute import run_tasks, task
-from optmap.sweep.store import Store
+from optmap.sweep.store import Store, check_out
 from optmap.sweep.summary import axes, derive
 from optmap.sweep.sweepfile import SweepFile, read_sweep_file
 
@@ -44,6 +44,7 @@ class Study:
     derived: str | None = None
     rows: list[dict[str, Any]] = field(default_factory=list)
     complete: bool = True
+    signal: int = 2  # what interrupted an incomplete sweep (SIGINT; SIGTERM is 15)
 
     @property
     def todo(self) -> list[Point]:
@@ -83,18 +84,34 @@ class Study:
         return save(path, image, what="plot")
 
 
+CHECKED_POINTS = 200  # points built before a sweep runs: every file and variant, then every axis value
+
+
 def _validate(study: Study, engines: list[str | None], plugins, disabled) -> None:
-    """Build the first point of every problem file and variant, and every named engine on it."""
+    """Build the first point of every problem file and variant (and every named engine on it),
+    then the first point with each value of each varied key, so that a value no point can run
+    (``--vary workload.batch=8,-1``) is refused before anything runs. At most
+    :data:`CHECKED_POINTS` are built; a point beyond them that fails is a row with its error."""
     from optmap.problem import build_problem
     from optmap.run import make_engine
 
-    seen = set()
+    chosen: dict[tuple, Point] = {}
     for point in study.points:
-        key = (point.file, point.coords["variant"])
-        if key in seen:
+        chosen.setdefault((point.file, point.coords["variant"]), point)
+    firsts = len(chosen)
+    for point in study.points:
+        for key in point.axes:
+            if key not in ("problem", "variant", "engine", "seed") and len(chosen) < CHECKED_POINTS:
+                chosen.setdefault((point.file, point.coords["variant"], key, repr(point.coords[key])), point)
+    for index, point in enumerate(chosen.values()):
+        where = ", ".join(f"{key}={value}" for key, value in point.coords.items()
+                          if key not in ("problem", "engine", "seed") and value is not None)
+        try:
+            problem = build_problem(copy.deepcopy(point.spec), Path(point.file), tuple(plugins), tuple(disabled))
+        except OptmapError as exc:
+            raise OptmapError(f"the sweep's point {where}: {exc}" if where else str(exc)) from None
+        if index >= firsts:
             continue
-        seen.add(key)
-        problem = build_problem(copy.deepcopy(point.spec), Path(point.file), tuple(plugins), tuple(disabled))
         for engine in engines:
             make_engine(problem, engine or problem.search.engine)
         if not study.objectives:
@@ -105,7 +122,16 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
          engines: Sequence[str] = (), seeds: Sequence[int] = (), overrides: Sequence[str] = (),
          fixes: Sequence[str] = (), plugins: Sequence[str] = (), disabled: Sequence[str] = (),
          baseline: dict[str, Any] | None = None, out: str | Path = "sweep") -> Study:
-    """The sweep's points, checked (every file, variant and engine builds), and its output store."""
+    """The sweep's points, checked (every file, variant and engine builds), and its output store.
+
+    The grammar is checked whole before anything is built: the output, the files, the engine
+    names, and the grid's size (:func:`~optmap.sweep.design.grid_size`)."""
+    check_out(out)
+    if not files:
+        raise OptmapError("a sweep needs at least one problem file")
+    bad = next((name for name in engines if not isinstance(name, str) or not name.strip()), None)
+    if bad is not None:
+        raise OptmapError(f"engines: {bad!r} is not an engine name (optmap plugins lists them)")
     config = read_sweep_file(variants) if variants else SweepFile()
     grid = dict(config.vary)
     given = [parse_vary(text) for text in vary]
@@ -118,6 +144,7 @@ def plan(files: Sequence[str], vary: Sequence[str] = (), variants: str | None = 
     chosen = list(seeds) or config.seeds or [None]
     if baseline:
         config.baseline = baseline
+    grid_size(len(files), len(config.variants), list(grid.items()), len(names), len(chosen))
     grid_points = points(list(files), list(grid.items()), config.variants, names, chosen, list(overrides),
                          list(fixes), config.cumulative)
     unique = list({point.id: point for point in grid_points}.values())
@@ -143,7 +170,8 @@ def run(study: Study, workers: int | None = None, scheduler: str | None = None, 
 
     jobs = [task(point, tuple(plugins), tuple(disabled)) for point in study.todo]
     try:
-        study.complete = run_tasks(jobs, record, workers, scheduler)
+        study.complete = run_tasks(jobs, record, workers, scheduler, on_stop=lambda signum: setattr(study, "signal",
+                                                                                                   signum))
     finally:
         summarise(study)
     return study

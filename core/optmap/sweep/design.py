@@ -16,7 +16,9 @@ Decisions:
   take the value. The row keeps the key as written.
 - Variants (``[[variants]]`` in a sweep file) are named sets of overrides; ``cumulative = true``
   makes a ladder, each variant adding its overrides to those of the variants before it.
-- The grid is the product problems × variants × varied keys (in order) × engines × seeds.
+- The grid is the product problems × variants × varied keys (in order) × engines × seeds. Its
+  size is counted (:func:`grid_size`) before any point is built: over :data:`GRID_LIMIT` points,
+  an axis without values, or more than :data:`RANGE_LIMIT` values in one ``--vary`` is an error.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from optmap.errors import OptmapError
 from optmap.problem.spec import apply_overrides, parse_fix, parse_override, read_spec
 
 RANGE_LIMIT = 10_000  # values in one range: a typo such as 1:1e9 is refused, not enumerated
+GRID_LIMIT = 10_000  # points in a whole sweep, counted before any is built
 
 
 def split_values(text: str) -> list[str]:
@@ -95,6 +98,10 @@ def parse_vary(text: str) -> tuple[str, list[str]]:
     values = []
     for part in split_values(raw):
         values.extend(expand_range(part, f"--vary '{text}'") or [part])
+        if len(values) > RANGE_LIMIT:
+            raise OptmapError(f"--vary '{text[:60]}': more than {RANGE_LIMIT:,} values; use fewer or a larger step")
+    if not values:
+        raise OptmapError(f"--vary '{text}': no values between the commas; e.g. --vary {key.strip()}=2,4,8")
     return key.strip(), values
 
 
@@ -179,6 +186,19 @@ def point_spec(base: dict[str, Any], overrides: list[str], fixes: list[str], whe
             raise OptmapError(f"{where}: 'fix' must be a table [fix]")
         table.update(parse_fix(text) for text in fixes)
     return spec
+
+
+def grid_size(files: int, variants: int, vary: list[tuple[str, list[str]]], engines: int, seeds: int) -> int:
+    """How many points a sweep has (problems × variants × varied values × engines × seeds),
+    counted without building them; over :data:`GRID_LIMIT` is an error naming each factor."""
+    factors = [("problem files", files), ("variants", max(variants, 1)),
+               *((f"values of {key}", len(values)) for key, values in vary), ("engines", engines), ("seeds", seeds)]
+    size = math.prod(count for _, count in factors)
+    if size > GRID_LIMIT:
+        product = " × ".join(f"{count:,} {name}" for name, count in factors if count > 1)
+        raise OptmapError(f"the sweep has {size:,} points ({product}), more than {GRID_LIMIT:,}; vary fewer keys or "
+                          f"values, or split the study into several sweeps")
+    return size
 
 
 def points(files: list[str], vary: list[tuple[str, list[str]]], variants: list[Variant], engines: list[str | None],

@@ -59,6 +59,8 @@ def run_point(job: dict[str, Any]) -> dict[str, Any]:
         seconds=round(result.seconds, 4) if result else 0.0,
         stopped="error" if row["error"] else result.stopped,  # "interrupted" rows are never recorded
     )
+    if row["stopped"] == "interrupted":
+        row["signal"] = int(result.extra.get("signal", signal.SIGINT))  # what stopped it: the exit status
     return row
 
 
@@ -67,23 +69,22 @@ def _ignore_interrupts() -> None:
 
 
 def run_tasks(jobs: list[dict[str, Any]], on_row: Callable[[dict[str, Any]], None], workers: int | None = None,
-              scheduler: str | None = None) -> bool:
-    """Run every job, calling ``on_row`` with each finished row; False when interrupted."""
+              scheduler: str | None = None, on_stop: Callable[[int], None] | None = None) -> bool:
+    """Run every job, calling ``on_row`` with each finished row; False when interrupted (then
+    ``on_stop`` hears the signal that stopped a point's search, if one did)."""
     if workers is not None and workers < 1:
         raise OptmapError(f"--workers must be >= 1, got {workers}")
     if scheduler:
-        return _on_dask(jobs, on_row, scheduler)
+        return _on_dask(jobs, on_row, scheduler, on_stop)
     if workers and workers > 1 and len(jobs) > 1:
-        return _in_processes(jobs, on_row, workers)
+        return _in_processes(jobs, on_row, workers, on_stop)
     for job in jobs:
-        row = run_point(job)
-        if row["stopped"] == "interrupted":
+        if not _deliver(run_point(job), on_row, on_stop):
             return False
-        on_row(row)
     return True
 
 
-def _in_processes(jobs, on_row, workers: int) -> bool:
+def _in_processes(jobs, on_row, workers: int, on_stop=None) -> bool:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -95,7 +96,7 @@ def _in_processes(jobs, on_row, workers: int) -> bool:
         try:
             for future in as_completed(list(pending)):
                 pending.discard(future)
-                complete &= _deliver(future.result(), on_row)
+                complete &= _deliver(future.result(), on_row, on_stop)
         except KeyboardInterrupt:
             complete = False
             for future in pending:
@@ -103,20 +104,22 @@ def _in_processes(jobs, on_row, workers: int) -> bool:
             for future in pending:  # those already running: record the ones that still finish
                 if not future.cancelled():
                     try:
-                        _deliver(future.result(), on_row)
+                        _deliver(future.result(), on_row, on_stop)
                     except BrokenProcessPool:  # a worker killed by the interrupt
                         pass
     return complete
 
 
-def _deliver(row: dict[str, Any], on_row) -> bool:
+def _deliver(row: dict[str, Any], on_row, on_stop=None) -> bool:
     if row["stopped"] == "interrupted":
+        if on_stop is not None:
+            on_stop(row.get("signal", signal.SIGINT))
         return False
     on_row(row)
     return True
 
 
-def _on_dask(jobs, on_row, address: str) -> bool:
+def _on_dask(jobs, on_row, address: str, on_stop=None) -> bool:
     try:
         from distributed import Client, as_completed
     except ImportError:
@@ -130,7 +133,7 @@ def _on_dask(jobs, on_row, address: str) -> bool:
         futures = [client.submit(run_point, job, pure=False) for job in jobs]
         try:
             for future in as_completed(futures, loop=client.loop):  # this client, not a default one
-                complete &= _deliver(future.result(), on_row)
+                complete &= _deliver(future.result(), on_row, on_stop)
         except KeyboardInterrupt:
             client.cancel(futures)
             complete = False

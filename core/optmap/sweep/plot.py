@@ -50,7 +50,8 @@ def styles(rows: list[dict[str, Any]], series: list[str]) -> dict[str, tuple[int
         if len(series) < 2:
             out[label] = (len(out), 0)
             continue
-        first, rest = repr(coords[series[0]]), repr([coords[key] for key in series[1:]])
+        # a row of another sweep in the same file lacks this sweep's keys: None
+        first, rest = repr(coords.get(series[0])), repr([coords.get(key) for key in series[1:]])
         out[label] = (colours.setdefault(first, len(colours)), kinds.setdefault(rest, len(kinds)))
     return out
 
@@ -63,6 +64,7 @@ def plot_sweep(rows: list[dict[str, Any]], x: str, series: list[str], ys: list[s
     panels = len(ys)
     figure, axes_list = plt.subplots(1, panels, figsize=(7.2 * panels if panels > 1 else 8.0, 4.8), squeeze=False)
     look = styles([row for row in rows if not row.get("error")], series)
+    legend = False
     for axes, y in zip(axes_list[0], ys):
         data = groups(rows, x, series, y)
         refs = references_for(rows, references, x, series, y)
@@ -75,12 +77,26 @@ def plot_sweep(rows: list[dict[str, Any]], x: str, series: list[str], ys: list[s
         if options.get("yscale"):
             axes.set_yscale(options["yscale"])
         axes.grid(True, axis="y", alpha=0.3)
-        axes.margins(y=0.12)
-        if len(data) > 1 or refs:
-            axes.legend(fontsize=7 if len(data) > 6 else 8)
+        axes.margins(y=0.12 if numeric else 0.22)  # room above the bars for their upright value labels
+        legend = legend or len(data) > 1 or bool(refs)
     figure.suptitle(options.get("title", title), fontsize=11)
-    figure.tight_layout()
+    below = _legend_below(figure, axes_list[0]) if legend else 0.0
+    figure.tight_layout(rect=(0, below, 1, 1))
     return png(figure, dpi=130)
+
+
+def _legend_below(figure, axes_row) -> float:
+    """One legend for every panel (they share their series), below them, never over the data;
+    the fraction of the figure's height it takes."""
+    entries: dict[str, Any] = {}
+    for axes in axes_row:
+        for handle, label in zip(*axes.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    columns = min(len(entries), 4)
+    rows = math.ceil(len(entries) / max(columns, 1))
+    figure.legend(list(entries.values()), list(entries), loc="lower center", ncol=max(columns, 1),
+                  fontsize=8, frameon=False)
+    return min(0.03 + 0.045 * rows, 0.4)
 
 
 def _lines(axes, data, refs, look, options) -> None:
@@ -137,9 +153,17 @@ def _bars(axes, data, refs) -> None:
         offsets = np.arange(len(names)) + (index - (len(data) - 1) / 2) * width
         position[label] = dict(zip(names, offsets))
         means = [float(np.mean(points[n])) if n in points else math.nan for n in names]
-        bars = axes.bar(offsets, means, width * 0.92, color=f"C{index % 10}", label=label)
+        axes.bar(offsets, means, width * 0.92, color=f"C{index % 10}", label=label)
         if len(names) * len(data) <= 24:
-            axes.bar_label(bars, labels=[f"{m:.3g}" if math.isfinite(m) else "" for m in means], fontsize=7, padding=2)
+            ours = refs.get(label, {})
+            for x, name, mean in zip(offsets, names, means):
+                if not math.isfinite(mean):
+                    continue
+                reference = ours.get(name)
+                # upright (neighbours' labels never overlap), above the bar and above its reference diamond
+                top = mean if reference is None else max(mean, reference)
+                axes.annotate(f"{mean:.3g}", (x, top), xytext=(0, 2 if reference is None else 6),
+                              textcoords="offset points", ha="center", va="bottom", rotation=90, fontsize=7)
     axes.set_xticks(np.arange(len(names)))
     axes.set_xticklabels([str(n) for n in names], rotation=0 if len(names) <= 6 else 30)
     _references(axes, refs, list(data), lambda label, value: position[label][value])

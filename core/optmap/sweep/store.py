@@ -12,20 +12,35 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
 from optmap.errors import OptmapError
-from optmap.output import atomic_write, json_text
-
-FORMAT = "optmap-sweep/1"
+from optmap.output import atomic_write, json_text, write_failure
+from optmap.schemas import SWEEP_FORMAT as FORMAT, SweepStore, check, read_json
 
 
 def stem(out: str | Path) -> Path:
     """``--out scaling`` (or scaling.json / scaling.csv) → the common stem ``scaling``."""
     out = Path(out)
     return out.with_suffix("") if out.suffix in (".json", ".csv") else out
+
+
+def check_out(out: str | Path) -> Path:
+    """``--out`` checked before anything runs: a file stem, not empty, not a folder."""
+    text = str(out)
+    if not text.strip():
+        raise OptmapError("--out '': give a file stem, e.g. --out scaling (writes scaling.json and scaling.csv)")
+    path = Path(text)
+    if text.endswith(("/", "\\")) or path.name in ("", ".", "..") or path.is_dir():
+        raise OptmapError(f"--out {text}: is a folder; give a file stem inside it, e.g. --out {path / 'sweep'}")
+    parent = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    if parent is not None:
+        raise OptmapError(f"--out {text}: {parent} is a file, not a folder; choose another --out")
+    for name in (".json", ".csv"):
+        if stem(path).with_name(stem(path).name + name).is_dir():
+            raise OptmapError(f"--out {text}: {stem(path).name + name} is a folder; choose another --out")
+    return path
 
 
 def coordinates(row: dict[str, Any]) -> dict[str, Any]:
@@ -50,24 +65,23 @@ class Store:
     """The rows of ``OUT.json`` by point id, and how to write them back (JSON and CSV)."""
 
     def __init__(self, out: str | Path, title: str = "") -> None:
-        base = stem(out)
+        base = stem(check_out(out))
         self.json_path = base.with_name(base.name + ".json")
         self.csv_path = base.with_name(base.name + ".csv")
         self.title = title
+        self.provenance: dict[str, Any] | None = None  # of the latest sweep that wrote it (optmap.provenance)
         self.rows: dict[str, dict[str, Any]] = {}
         if self.json_path.exists():
             self.rows = self._read()
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        try:
-            data = json.loads(self.json_path.read_text())
-        except (OSError, ValueError) as exc:
-            raise OptmapError(f"{self.json_path}: cannot read the sweep's earlier rows ({exc}); move the file away "
-                              f"or choose another --out") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("rows"), list):
-            raise OptmapError(f"{self.json_path} is not an optmap sweep ({FORMAT}); choose another --out")
+        """The earlier rows, validated whole (:class:`optmap.schemas.SweepStore`) before anything runs."""
+        where = f"{self.json_path} is not an optmap sweep ({FORMAT}) that a rerun can read (move it away or choose " \
+                f"another --out)"
+        data = read_json(self.json_path, "sweep")
+        check(SweepStore, data, where)
         self.title = self.title or data.get("title", "")
-        return {row["id"]: row for row in data["rows"] if isinstance(row, dict) and "id" in row}
+        return {row["id"]: row for row in data["rows"]}
 
     def done(self, point_id: str) -> bool:
         return finished(self.rows.get(point_id))
@@ -79,12 +93,13 @@ class Store:
 
     def write(self) -> None:
         rows = list(self.rows.values())
-        for path, text in ((self.json_path, json_text({"format": FORMAT, "title": self.title, "rows": rows})),
+        for path, text in ((self.json_path, json_text({"format": FORMAT, "title": self.title, "rows": rows,
+                                                    **({"provenance": self.provenance} if self.provenance else {})})),
                            (self.csv_path, to_csv(rows))):
             try:
                 atomic_write(path, text)
             except OSError as exc:
-                raise OptmapError(f"cannot write the sweep's rows to {path} ({exc.strerror or exc}); the rows "
+                raise OptmapError(f"cannot write the sweep's rows to {path} ({write_failure(exc, path)}); the rows "
                                   f"written before are intact; free the folder or choose another --out") from None
 
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -99,8 +100,15 @@ def axes(rows: list[dict[str, Any]], x: str | None = None) -> tuple[str, list[st
 
 def series_label(row: dict[str, Any], series: list[str]) -> str:
     coords = coordinates(row)
-    return ", ".join(str(coords[key]) if key in ("problem", "variant", "engine") else f"{key}={coords[key]}"
+    return ", ".join(str(coords.get(key)) if key in ("problem", "variant", "engine") else f"{key}={coords.get(key)}"
                      for key in series) or str(coords.get("engine"))
+
+
+def x_value(row: dict[str, Any], x: str) -> Any:
+    """The row's value on the x axis, usable as a key: a list or table (``system.shape = [4, 2]``)
+    as its JSON text; None where the row lacks the coordinate (a row of another sweep)."""
+    value = coordinates(row).get(x)
+    return json.dumps(value) if isinstance(value, (list, dict)) else value
 
 
 def groups(rows: list[dict[str, Any]], x: str, series: list[str], y: str) -> dict[str, dict[Any, list[float]]]:
@@ -109,7 +117,7 @@ def groups(rows: list[dict[str, Any]], x: str, series: list[str], y: str) -> dic
     for row in rows:
         if row.get("error"):
             continue
-        out.setdefault(series_label(row, series), {}).setdefault(coordinates(row)[x], []).append(value_of(row, y))
+        out.setdefault(series_label(row, series), {}).setdefault(x_value(row, x), []).append(value_of(row, y))
     return out
 
 
@@ -119,7 +127,7 @@ def references_for(rows, references, x: str, series: list[str], y: str) -> dict[
     for row in rows:
         for reference in references:
             if y in reference.values and reference.matches(coordinates(row)):
-                out.setdefault(series_label(row, series), {})[coordinates(row)[x]] = reference.values[y]
+                out.setdefault(series_label(row, series), {})[x_value(row, x)] = reference.values[y]
     return out
 
 
@@ -130,7 +138,7 @@ def flat_rows(rows: list[dict[str, Any]], columns: list[str]) -> list[dict[str, 
     out = []
     for row in rows:
         coords = coordinates(row)
-        entry = {key: coords[key] for key in dims}
+        entry = {key: coords.get(key) for key in dims}  # rows of another sweep in the file lack its keys
         entry.update(engine=coords["engine"], seed=coords["seed"])
         units = row.get("units") or {}
         entry.update({f"{name} ({units[name]})" if units.get(name) else name: value_of(row, name) for name in columns})
@@ -146,7 +154,7 @@ def pivot(rows, x: str, series: list[str], y: str, references=()) -> list[dict[s
     a cell with a reference value reads ``ours / reference``."""
     data = groups(rows, x, series, y)
     refs = references_for(rows, references, x, series, y)
-    xs = list(dict.fromkeys(coordinates(row)[x] for row in rows))
+    xs = list(dict.fromkeys(x_value(row, x) for row in rows))
     out = []
     for value in xs:
         entry: dict[str, Any] = {x: value}

@@ -41,6 +41,7 @@ from optmap.sweep.design import Variant, expand_range, parse_vary, toml_text
 
 KEYS = ("title", "description", "search", "seeds", "cumulative", "baseline", "vary", "variants", "reference", "plot")
 PLOT_KEYS = ("x", "y", "xlabel", "ylabel", "xscale", "yscale", "title")
+SCALES = ("linear", "log", "symlog", "logit")  # matplotlib's axis scales
 COORDINATES = ("problem", "variant", "engine", "seed")
 
 
@@ -149,15 +150,22 @@ def read_sweep_file(path: str) -> SweepFile:
     unknown = [key for key in raw if key not in KEYS]
     if unknown:
         raise OptmapError(f"{path}: unknown key '{unknown[0]}'{did_you_mean(unknown[0], KEYS)}")
-    out = SweepFile(title=str(raw.get("title", "")), cumulative=bool(raw.get("cumulative", False)))
+    for key, kind, words in (("title", str, "a string"), ("description", str, "a string"),
+                             ("cumulative", bool, "true or false")):
+        if key in raw and not isinstance(raw[key], kind):
+            raise OptmapError(f"{path}: {key} must be {words}, got {short(raw[key])}")
+    out = SweepFile(title=raw.get("title", ""), cumulative=raw.get("cumulative", False))
     engines = raw.get("search", [])
     out.engines = [engines] if isinstance(engines, str) else engines
-    if not isinstance(out.engines, list) or not all(isinstance(e, str) for e in out.engines):
-        raise OptmapError(f"{path}: search must be an engine name or a list of them, got {short(engines)}")
+    if not isinstance(out.engines, list) or not all(isinstance(e, str) and e.strip() for e in out.engines) \
+            or ("search" in raw and not out.engines):
+        raise OptmapError(f"{path}: search must be an engine name or a non-empty list of them, got {short(engines)}")
+    if len(set(out.engines)) != len(out.engines):
+        raise OptmapError(f"{path}: search lists '{next(e for e in out.engines if out.engines.count(e) > 1)}' twice")
     out.seeds = raw.get("seeds", [])
     if not isinstance(out.seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
-                                                  for s in out.seeds):
-        raise OptmapError(f"{path}: seeds must be a list of whole numbers >= 0, got {short(out.seeds)}")
+                                                  for s in out.seeds) or ("seeds" in raw and not out.seeds):
+        raise OptmapError(f"{path}: seeds must be a non-empty list of whole numbers >= 0, got {short(out.seeds)}")
     out.vary = _vary(path, raw.get("vary", {}))
     variants = raw.get("variants", [])
     if not isinstance(variants, list):
@@ -183,4 +191,11 @@ def read_sweep_file(path: str) -> SweepFile:
     wrong = [key for key in out.plot if key not in PLOT_KEYS]
     if wrong:
         raise OptmapError(f"{path}: [plot] unknown key '{wrong[0]}'{did_you_mean(wrong[0], PLOT_KEYS)}")
+    for key, value in out.plot.items():
+        names = value if key == "y" and isinstance(value, list) and value else [value]
+        if not all(isinstance(v, str) and v.strip() for v in names):
+            raise OptmapError(f"{path}: [plot] {key} must be a non-empty string" + (" or a list of them" if key == "y"
+                                                                                     else "") + f", got {short(value)}")
+        if key in ("xscale", "yscale") and value not in SCALES:
+            raise OptmapError(f"{path}: [plot] {key} must be one of {', '.join(SCALES)}, got {short(value)}")
     return out

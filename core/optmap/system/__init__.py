@@ -12,11 +12,11 @@ networkx is imported only when a graph is built.
 """
 
 from optmap.system.accelerator import DEFAULT_DTYPE_KEY, Accelerator, canonical_dtype
-from optmap.system.graph import GraphRecipe, Link, device_graph
+from optmap.system.graph import GraphRecipe, Link, device_graph, square_shape
 from optmap.system.groups import DeviceIds, DeviceKinds, Group, GroupSpec, assign_devices
 from optmap.system.system import System
 
 __all__ = [
     "DEFAULT_DTYPE_KEY", "Accelerator", "DeviceIds", "DeviceKinds", "Group", "GraphRecipe",
-    "GroupSpec", "Link", "System", "assign_devices", "canonical_dtype", "device_graph",
+    "GroupSpec", "Link", "System", "assign_devices", "canonical_dtype", "device_graph", "square_shape",
 ]

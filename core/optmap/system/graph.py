@@ -9,6 +9,7 @@ instead of running the machine out of memory. networkx is imported only here, on
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -95,3 +96,11 @@ def validate_graph(g: Any, devices: Sequence[Accelerator], where: str) -> None:
         if len(reach) - sum(isinstance(v, str) for v in reach) < n:
             cut = next(i for i in range(n) if i not in reach)
             raise OptmapError(f"{where}: device {cut} cannot reach device 0; the graph is disconnected")
+
+
+def square_shape(n: int) -> tuple[int, int]:
+    """The most square ``(X, Y)`` with ``X * Y == n`` and ``X >= Y`` (a prime n gives ``(n, 1)``)."""
+    y = math.isqrt(n)
+    while n % y:
+        y -= 1
+    return n // y, y

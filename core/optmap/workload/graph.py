@@ -151,13 +151,30 @@ class Workload:
 
     # --- structural views ---------------------------------------------------------------------
     def describe(self) -> list[dict[str, object]]:
-        """One row per layer for tables: op, output shape, parameters, training FLOPs at this batch."""
+        """One row per layer for tables: op, output shape, parameters, and the FLOPs of the passes
+        the phase runs at this batch (training: forward and backward; inference: forward), the
+        column named after them."""
+        column = f"{self.phase} GFLOP"
         rows = []
         for layer in self.layers():
             total = self.phase_flops(layer.flops(self.batch)).total
             rows.append({"layer": layer.name, "op": layer.op, "output": "x".join(map(str, layer.out_shape)),
-                         "params": layer.params, "GFLOP": total / 1e9})
+                         "params": layer.params, column: total / 1e9})
         return rows
+
+    def totals(self) -> str:
+        """The model's totals, a few short lines: trainable parameters, and the FLOPs of one step at
+        this batch, forward alone and for training (forward + backward: data and weight gradients)."""
+        passes = sum((layer.flops(self.batch) for layer in self.layers()), LayerFlops())
+
+        def giga(flops: int) -> str:
+            value = flops / 1e9
+            return f"{value:,.0f}" if value >= 1000 else f"{value:.4g}"
+
+        return (f"model totals, one step of batch {self.batch}:\n"
+                f"  parameters      {self.params:,}\n"
+                f"  forward GFLOP   {giga(passes.forward)}\n"
+                f"  training GFLOP  {giga(passes.total)} (forward + backward)")
 
     def is_chain(self) -> bool:
         """True when the weighted layers form a simple chain (no forks or merges)."""

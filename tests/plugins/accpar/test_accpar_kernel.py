@@ -54,10 +54,17 @@ def test_large_batches_go_through_the_kernel_and_small_ones_do_not(monkeypatch):
     score_batch = kernel.score_batch
     counted = lambda model, X, chunk: calls.append(len(X)) or score_batch(model, X, chunk)  # noqa: E731
     monkeypatch.setattr(kernel, "score_batch", counted)
+    # a process that has not loaded the kernel (earlier tests here have): small batches stay in numpy
+    monkeypatch.setattr(accpar_model, "_kernel_loaded", lambda: False)
     model.evaluate_batch(X[:-1])
     assert calls == []
     model.evaluate_batch(X)
     assert calls == [accpar_model.KERNEL_ROWS]
+    # issue 27: once the kernel is loaded, every batch goes there (16 plans: 13x numpy's rate)
+    monkeypatch.undo()
+    monkeypatch.setattr(kernel, "score_batch", counted)
+    model.evaluate_batch(X[:16])
+    assert calls == [accpar_model.KERNEL_ROWS, 16]
 
 
 def test_every_model_uses_one_compiled_signature():

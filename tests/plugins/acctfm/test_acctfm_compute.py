@@ -169,7 +169,7 @@ def test_blocks_match_the_measured_h100_gpt_blocks():
     # alone on an H100 (never used to fit the preset). Device-bound rows (forward > 1 ms) only:
     # the isolated timings of small shards are host-bound, which a busy stream hides.
     from optmap.plugins.hardware.h100 import block_rows
-    from optmap.plugins.transformer.config import TransformerConfig
+    from optmap.workload.transformer import TransformerConfig
     from optmap.plugins.transformer.workload import build
 
     acc = _model().system.devices[0]

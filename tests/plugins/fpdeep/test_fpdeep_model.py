@@ -99,3 +99,24 @@ def test_bad_systems_are_one_line_errors():
         problem("alexnet", dsp_budget=0.05)  # 180 DSPs < 3 x 11 x 11 for conv1
     with pytest.raises(OptmapError, match="FPGA accelerators"):
         problem("alexnet", accelerator="v100")
+
+
+def test_topologies_fpdeep_does_not_model_are_refused():
+    """Issue 26: FPDeep models a chain (§4.2) and a pipeline snaked through a 2-D mesh / torus
+    (Fig. 9); a ring was accepted and priced as a chain."""
+    spec = read_spec(PROBLEMS / "alexnet-15.toml")
+    spec["system"]["topology"] = "ring"
+    with pytest.raises(OptmapError, match="topology 'ring' is not one FPDeep models.*chain, mesh2d, torus2d"):
+        build_problem(spec, PROBLEMS / "alexnet-15.toml")
+
+
+def test_variance_is_not_reported_when_an_fpga_gets_no_work():
+    """Eq. 5 divides by the least work of any device: with every cut at 0, devices 0..N-2 get
+    none, and the variance is undefined (NaN, printed "-"), not infinite."""
+    p = problem("alexnet", count=4)
+    model = p.cost_model
+    idle = np.zeros(model.space.width)  # all cuts at slot 0: the last device does everything
+    balanced = np.asarray(model.plans()["coarse"].array, float)
+    scores = model.evaluate_batch(np.stack([idle, balanced]))
+    assert np.isnan(scores["variance"][0])
+    assert np.isfinite(scores["variance"][1]) and scores["variance"][1] >= 0

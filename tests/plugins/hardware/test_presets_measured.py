@@ -9,6 +9,7 @@ import pytest
 from optmap.compute import calibration_of, read_preset
 from optmap.compute.fit import cross_validate, predict
 from optmap.compute.step import training_step
+from optmap.host import load_host
 from optmap.plugins.hardware import PRESET_FILES, h100
 from optmap.plugins.zoo.models import resnet50
 
@@ -37,7 +38,7 @@ def test_a100_is_the_h100_fit_scaled_by_datasheet_ratios():
 def test_unsplit_layers_within_the_stated_error():
     # docs/calibration.md: every unsplit CNN layer within 45 %, median 9 % forward / 14 % forward +
     # backward, 90 % within 28 % (shipped preset, isolated timing as measured).
-    samples = [s for s in h100.cnn_samples() if s.split == 1]
+    samples = [s for s in h100.cnn_samples(load_host()) if s.split == 1]
     predicted = predict(calibration_of(H100), samples)
     for passes, median in (("forward", 0.10), ("training", 0.15)):
         e = np.array([abs(p / s.seconds - 1) for s, p in zip(samples, predicted) if s.passes == passes])
@@ -46,7 +47,7 @@ def test_unsplit_layers_within_the_stated_error():
 
 def test_held_out_errors_as_stated():
     # docs/calibration.md held-out table: GEMM median 6.9 %, CNN batch splits 13.8 % / 15.2 %.
-    samples = h100.samples()
+    samples = h100.samples(load_host())
     c = h100.ceilings()
     held_out = cross_validate(samples, ({"vgg16", "h4096", "h12288"}, {"resnet50", "h2048", "h8192"}),
                               dtype="bf16", copy_bandwidth=c["copy_bandwidth"], kernel_s=h100.KERNEL_S,

@@ -305,7 +305,7 @@ def test_free_search_no_longer_prefers_tensor_groups_that_straddle_nodes():
     from optmap.plugins.llm.published import runs
 
     run = [r for r in runs() if r.label == "145.6B / 1536"][0]
-    model = calibration.model_for(run)
+    model = calibration.model_for(run, host=load_host())
     case = calibration.Case(run, model, {v.name: np.array(v.choices, dtype=object) for v in model.space.variables})
     _, info = calibration.predict(case)
     assert info["plan"]["tensor_parallel"] in (1, 2, 4, 8)  # a divisor of the node: no group straddles

@@ -59,3 +59,12 @@ def test_isolated_device_is_one_clear_line():
 
 def test_set_labels():
     assert set_label((0, 1, 2, 3)) == "0-3" and set_label((5,)) == "5" and set_label((0, 2)) == "0,2"
+
+
+def test_h2h_cluster_takes_h2h_levels_unless_told_otherwise():
+    """Issue 26: the documented levels are H2H's 1, 1.2, 2, 4, 10 Gb/s (MARS Sec. VI-C)."""
+    groups = [GroupSpec(superlip(), 2)]
+    with pytest.raises(OptmapError, match="bandwidth_gbps = 3 is not one of H2H's levels"):
+        h2h_cluster(groups, bandwidth_gbps=3.0)
+    system = h2h_cluster(groups, bandwidth_gbps=3.0, bandwidth_levels="any")
+    assert system.path_bandwidth(0, 1) == pytest.approx(3.0 * GB)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from optmap.plugins.transformer.config import TransformerConfig
+from optmap.workload.transformer import TransformerConfig
 from optmap.plugins.transformer.presets import PAPER_PARAMS_B, PRESETS, TF8, TF64, preset
 
 # Exact counts of the Hugging Face checkpoints, `sum(p.numel() for p in model.parameters())` of

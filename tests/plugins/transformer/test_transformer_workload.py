@@ -81,3 +81,13 @@ def test_gated_mlp_joins_its_branches_with_a_product():
     # norms (2 x 2 x 4096, the IR's norms count a scale and a shift), the final norm and the untied head
     layer = 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 2 * 4096
     assert sum(x.params for x in w.layers()) == 32 * layer + 2 * 4096 + 32000 * 4096
+
+
+def test_overriding_a_presets_heads_recomputes_head_dim():
+    """Issue 26: head_dim = d_model / heads wherever head_dim is not given, a preset's included
+    (bert-base: d_model 768, 12 heads of 64); heads = 7 does not divide 768 and is refused."""
+    assert transformer(batch=1, preset="bert-base", heads=16).config.head_dim == 768 // 16
+    assert transformer(batch=1, preset="bert-base", heads=16).config.inner == 768
+    with pytest.raises(OptmapError, match="d_model = 768 is not divisible by heads = 7"):
+        transformer(batch=1, preset="bert-base", heads=7)
+    assert transformer(batch=1, preset="bert-base", heads=7, head_dim=64).config.inner == 7 * 64  # given: kept

@@ -27,7 +27,7 @@ from optmap.workload.slicing import slice_workload
 
 
 class Replicas(CostModel):
-    """Data parallelism around any registered formulation: replicas of its mapping and a ring all-reduce (example plugin)."""
+    """Data-parallel replicas of any registered formulation (example plugin)."""
 
     metrics = ("time", "memory_bytes", "allreduce_time")
 

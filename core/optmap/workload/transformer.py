@@ -1,5 +1,9 @@
 """Transformer configurations: exact parameter counts, per-block FLOPs and Megatron message sizes.
 
+Shared by every plugin that plans transformers (the ``transformer`` workload builds the layer graph
+and carries its config in a :class:`TransformerWorkload`; AccTFM and the LLM planner read the
+config), so it lives in the core: shapes and arithmetic of the model, no mapping method.
+
 The pipelining unit is the **Megatron block** (seed note §5 D1): a column-parallel → row-parallel
 pair with one compute op and one All-Reduce per direction (Megatron's f/g operators, note §1.1):
 
@@ -42,6 +46,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from optmap.workload.graph import Workload
 
 Kind = Literal["encoder", "decoder", "decoder-only", "encoder-decoder"]
 BlockKind = Literal["self_attn", "cross_attn", "ffn"]
@@ -248,3 +254,20 @@ class TransformerConfig:
 
     def with_(self, **changes) -> "TransformerConfig":
         return dataclasses.replace(self, **changes)
+
+
+def megatron_gpt(name: str, layers: int, d: int, heads: int, seq_len: int = 2048) -> TransformerConfig:
+    """A GPT model as the Megatron-LM papers build it (Narayanan et al. SC'21 §5.1; Korthikanti et
+    al. 2022 Table 3): 51,200-token vocabulary (the GPT-2 BPE padded), learned positions over the
+    2,048-token sequence, biases, pre-LN with a final norm, output tied to the embedding, d_ff = 4h.
+    Parameters = Narayanan Eq. 2, 12lh²(1 + 13/(12h) + (V + s)/(12lh)), plus the final norm's 2h."""
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=4 * d, seq_len=seq_len, vocab=51200,
+                             max_positions=seq_len, final_norm=True)
+
+
+@dataclass(frozen=True, eq=False)
+class TransformerWorkload(Workload):
+    """A Workload that also carries its :class:`TransformerConfig` (the Megatron block chain)."""
+
+    config: TransformerConfig | None = None
