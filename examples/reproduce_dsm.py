@@ -93,6 +93,25 @@ def torus_comparison() -> dict:
             for net in NETS for preset in ("dsm-8pf-sym", "dsm-8pf-asym")}
 
 
+LATENCIES = (0.0, 0.25, 0.5, 1.0)  # us per chip-to-chip hop (not in the paper: its model is bandwidth-centric)
+STAGINGS = ("links", "memory")  # gradient reduction streamed over the links (Fig. 5) or staged in HBM (Fig. 13)
+
+
+def parallelism_sensitivity() -> dict:
+    """VGG16's Fig. 12 types and ResNet50's tail types for every link latency and reduction staging."""
+    out = {}
+    for staging in STAGINGS:
+        for latency in LATENCIES:
+            sets = {"cost.gradient_staging": f'"{staging}"', "system.latency_us": str(latency)}
+            vgg = explore("vgg16-train", sets)["report"]
+            resnet = explore("resnet50-train", {**sets, "cost.dysm": "false"})["report"]
+            out[staging, latency] = ({VGG_NAMES[row.name]: row.decisions["parallelism"] for row in vgg.layers},
+                                     [row.decisions["parallelism"] for row in resnet.layers
+                                      if row.name.startswith("layer4")], vgg.metrics["utilization"])
+        print(f"sensitivity {staging} done", flush=True)
+    return out
+
+
 def peak_sweep() -> dict:
     return grid("Fig. 14", "train", CHIPS, SWEEP_CONFIGS,
                 lambda chips: {"system.groups.0.count": str(chips), "system.shape": f"[4, {chips // 4}]"})
@@ -185,6 +204,19 @@ def inference_section(inf: dict) -> str:
     return table(["network", "batch", "DSM latency (us)", "+Feature", "+Preload", "utilisation"], rows)
 
 
+def sensitivity_section(sens: dict) -> str:
+    rows = []
+    for (staging, latency), (vgg, tail, util) in sens.items():
+        convs = sorted({t for name, t in vgg.items() if name.startswith("CONV")})
+        hybrid_tail = sum(t == "ModelXDataY" for t in tail)
+        paper = (convs == ["Data"] and [vgg[f] for f in ("FCON1", "FCON2", "FCON3")] == [
+            "Model", "DataXModelY", "DataXModelY"] and hybrid_tail > 0)
+        rows.append([staging, latency, "/".join(convs), vgg["FCON1"], vgg["FCON2"], vgg["FCON3"],
+                     f"{hybrid_tail} of {len(tail)}", f"{util:.3f}", "yes" if paper else "no"])
+    return table(["reduction", "latency (us/hop)", "VGG16 convs", "FCON1", "FCON2", "FCON3",
+                  "ResNet50 layer4 ModelXDataY", "VGG16 util", "all as the paper"], rows)
+
+
 def fig12_section(fig12: dict) -> str:
     rows = []
     for layer in fig12["report"].layers:
@@ -268,7 +300,8 @@ def render(r: dict, folder: Path) -> str:
                     [[k, f"{v[0]:.6g}", f"{v[1]:,}", f"{v[2]:.2f}"] for k, v in r["engines"].items()])
     sections = {"ladder": ladder_md, "claims": claims(facts), "inference": inference_section(r["inference"]),
                 "torus": torus, "fig12": fig12_section(r["fig12"]), "fig13": fig13(r["fig12"], folder),
-                "engines": engines, "fig14": "(run without --quick)", "fig15": "(run without --quick)"}
+                "engines": engines, "fig14": "(run without --quick)", "fig15": "(run without --quick)",
+                "sensitivity": sensitivity_section(r["sensitivity"])}
     if r["peak"]:
         sections["fig14"] = sweep(r["peak"], CHIPS, "chips (2-32 PFLOP/s)", folder / "dsm-fig14.png",
                                   "Fig. 14: speedup with peak compute (N_mb = 512)", "speedup")
@@ -294,6 +327,7 @@ def main() -> None:
         "fig12": explore("vgg16-train", {}),
         "inference": inference_bars(),
         "torus": torus_comparison(),
+        "sensitivity": parallelism_sensitivity(),
         "peak": None if args.quick else peak_sweep(),
         "spad": None if args.quick else spad_sweep(),
         "engines": engines_on_small(),

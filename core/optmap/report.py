@@ -150,12 +150,13 @@ def rows_table(title: str, rows: list[dict[str, Any]]) -> DataTable:
     return DataTable(title, headers, [[row.get(key) for key in headers] for row in rows])
 
 
-def console(stderr: bool = False, piped_width: int | None = None):
-    """A rich console as wide as the terminal (piped: ``COLUMNS``, else 100 columns or ``piped_width``)."""
+def console(stderr: bool = False, piped_width: int | None = None, follow_columns: bool = True):
+    """A rich console as wide as the terminal (piped: ``COLUMNS`` unless not ``follow_columns``,
+    else 100 columns or ``piped_width``)."""
     from optmap.tabular import PIPED_WIDTH
     from optmap.tabular import console as make
 
-    return make(stderr, piped_width or PIPED_WIDTH)
+    return make(stderr, piped_width or PIPED_WIDTH, follow_columns)
 
 
 def plan_table(plan: dict[str, Any], width: int = 100) -> DataTable | None:

@@ -32,10 +32,12 @@ _PREFIXES = {-8: "y", -7: "z", -6: "a", -5: "f", -4: "p", -3: "n", -2: "µ", -1:
              1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E", 7: "Z", 8: "Y"}
 
 
-def console(stderr: bool = False, piped_width: int = PIPED_WIDTH) -> Console:
-    """A rich console: the terminal's width, else ``COLUMNS``, else ``piped_width`` columns."""
+def console(stderr: bool = False, piped_width: int = PIPED_WIDTH, follow_columns: bool = True) -> Console:
+    """A rich console: the terminal's width, else ``COLUMNS`` (unless not ``follow_columns``),
+    else ``piped_width`` columns."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() or os.environ.get("COLUMNS", "").isdigit() else piped_width
+    columns = follow_columns and os.environ.get("COLUMNS", "").isdigit()
+    width = None if stream.isatty() or columns else piped_width
     return Console(stderr=stderr, highlight=False, markup=False, width=width)
 
 

@@ -59,16 +59,26 @@ def gradient_payloads(ptype: str, torus: Torus, weight_bytes: float) -> list[flo
     return payloads
 
 
-def gradient_reduction(ptype: str, torus: Torus, hw: ChipConfig, weight_bytes: float) -> float:
-    """SumofGrad + BroadcastW (Fig. 5, not overlapped): reduce-scatter then all-gather, per axis, pipelined."""
+def gradient_reduction(ptype: str, torus: Torus, hw: ChipConfig, weight_bytes: float,
+                       staging: str = "links") -> float:
+    """SumofGrad + BroadcastW (Fig. 5, not overlapped): reduce-scatter then all-gather, per axis, pipelined.
+
+    ``staging`` (note §7.9): ``"links"`` (Fig. 5 lists chip-to-chip links and the on-chip
+    interconnect, no memory bus): received pieces stream link -> ring -> link, so HBM only reads
+    the chip's own partial gradient once and writes the new weights once; ``"memory"`` (Fig. 13
+    calls the reduction "memory-bound"): received partials are staged in HBM, which reads own and
+    received partials and writes the sums, and the broadcast writes what it receives and reads
+    what it sends.
+    """
     axes = gradient_axes(ptype, torus)
     if not axes or weight_bytes == 0:
         return 0.0
     payloads = gradient_payloads(ptype, torus, weight_bytes)
     reduce = max(reduce_scatter(w, p, bw, torus.latency) for w, (p, bw) in zip(payloads, axes))
     gather = max(allgather(w, p, bw, torus.latency) for w, (p, bw) in zip(payloads, axes))
+    if staging == "links":
+        return max(reduce, weight_bytes / hw.hbm_effective) + max(gather, weight_bytes / hw.hbm_effective)
     moved = sum((p - 1) / p * w for w, (p, _) in zip(payloads, axes))
-    # HBM: read own partial, read received, write the sum; the broadcast writes received, reads to send
     return max(reduce, 3 * moved / hw.hbm_effective) + max(gather, 2 * moved / hw.hbm_effective)
 
 

@@ -41,6 +41,7 @@ class Phase:
     load_cycles: int  # cycles to load a block into the PE array (hidden by a stream at least this long)
     skip_first_bwd: bool = True  # a layer fed by the network input needs no input error (note §4.4a)
     bwd_rotation_overlapped: bool = False  # Fig. 5: BWD rotation not overlapped; Fig. 13 shows it overlapped
+    gradient_staging: str = "links"  # Fig. 5: the reduction streams over the links; "memory": staged in HBM
 
 
 class LayerModel:
@@ -57,7 +58,8 @@ class LayerModel:
         self.ideal = self.macs / (torus.chips * hw.cores * hw.macs_per_core * hw.frequency)  # per pass (all reps)
         self.rotations = [rotation(p, torus, 0.0) for p in PTYPES]
         self.gradients = np.array([  # once per layer: reduction + broadcast of the chip's weight gradient
-            gradient_reduction(p, torus, hw, float(self.kernel_bytes(self.chip_work(i, 1)))) for i, p in enumerate(PTYPES)])
+            gradient_reduction(p, torus, hw, float(self.kernel_bytes(self.chip_work(i, 1))), phase.gradient_staging)
+            for i, p in enumerate(PTYPES)])
 
     def chip_work(self, ptype, dysm) -> list:
         """ChipD per dimension for one step and one spatial minibatch (note §4.4b: ceilings, the busiest chip)."""

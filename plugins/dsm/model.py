@@ -90,6 +90,7 @@ class DSMCostModel(CostModel):
         array_load_cycles: ints(0, MAX_DIMENSION) | None = None,
         skip_first_bwd: bool = True,
         bwd_rotation: Literal["exposed", "overlapped"] = "exposed",
+        gradient_staging: Literal["links", "memory"] = "links",
     ) -> None:
         """Options (defaults: the paper's full DSM; every open point a named choice, note §7):
 
@@ -106,6 +107,9 @@ class DSMCostModel(CostModel):
         at least that long (default: the array's rows). ``skip_first_bwd``: layers fed by the
         network input compute no input error. ``bwd_rotation``: the BWD pass's rotation of partial
         outputs is not overlapped with compute (Fig. 5, default) or is (as Fig. 13 draws it, note §7.10).
+        ``gradient_staging``: the gradient reduction streams received pieces over the links and the
+        ring, HBM reading each partial and writing each new weight once (Fig. 5 lists no memory bus
+        for it, default), or stages them in HBM (Fig. 13's "memory-bound", note §7.9).
         """
         if len(system.kinds()) != 1:
             raise OptmapError("the dsm cost model needs one kind of chip on the torus; the system mixes "
@@ -116,7 +120,8 @@ class DSMCostModel(CostModel):
         self.torus = Torus.of(system)
         self.training = workload.phase == "training"
         loads = hw.array_rows if array_load_cycles is None else array_load_cycles
-        self.phase = Phase(self.training, workload.batch, loads, skip_first_bwd, bwd_rotation == "overlapped")
+        self.phase = Phase(self.training, workload.batch, loads, skip_first_bwd, bwd_rotation == "overlapped",
+                           gradient_staging)
         self.graph = build_graph(workload)
         self.toggles = dict(hybrid=hybrid, mem_opt=mem_opt, dysm=dysm, timestep_pipelining=timestep_pipelining,
                             weight_preload=weight_preload)

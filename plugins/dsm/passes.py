@@ -45,8 +45,9 @@ OUTPUT_DIMS = {"fwd": (OUT, IJ, MB), "bwd": (IN, IJ, MB), "upd": (OUT, IN, KIJ)}
 class Rotation:
     """Feature rotation of a model-parallel layer (Fig. 5 RotateAlongX/Y): ``n_x`` steps along X,
     ``n_y`` along Y among ``group`` chips; ``t_x``/``t_y`` seconds per step; ``nbytes`` the whole
-    rotated tensor per chip (received slices are written to HBM). Fields may be arrays (one per
-    candidate)."""
+    rotated tensor per chip. Received slices travel the chip links and the on-chip interconnect
+    only (Fig. 5 lists no memory bus for RotateAlongX/Y, unlike Relayout): a chip reads just its
+    own 1/group slice from HBM. Fields may be arrays (one per candidate)."""
 
     group: np.ndarray | int = 1
     n_x: np.ndarray | int = 0
@@ -56,20 +57,22 @@ class Rotation:
     nbytes: np.ndarray | float = 0.0
 
     def overlapped(self, busy: np.ndarray) -> np.ndarray:
-        """Σ over the group's iterations of max(compute, transfer) (note §4.4i): FWD and UPD."""
+        """FWD and UPD: Σ over the group's iterations of max(compute, transfer) along each axis (note §4.4i).
+
+        The X and Y moves use different links and run concurrently, so the slower axis paces the
+        iterations: §II-D times a group of concurrent transfers by its slowest link, and §II-E's
+        rule (Y bandwidth 1/M of X's, for Y traffic 1/M of X's) balances exactly this maximum (it
+        would not balance a sum, whose optimum is a Y bandwidth of 1/sqrt(M) of X's).
+        """
         step = busy / self.group
-        rest = self.group - self.n_x - self.n_y
-        return self.n_x * np.maximum(step, self.t_x) + self.n_y * np.maximum(step, self.t_y) + rest * step
+        along_x = self.n_x * np.maximum(step, self.t_x) + (self.group - self.n_x) * step
+        along_y = self.n_y * np.maximum(step, self.t_y) + (self.group - self.n_y) * step
+        return np.maximum(along_x, along_y)
 
     @property
     def exposed(self):
-        """BWD: outputs rotate, which cannot overlap (Fig. 5)."""
-        return self.n_x * self.t_x + self.n_y * self.t_y
-
-    @property
-    def received(self):
-        """Bytes of the other chips' slices."""
-        return self.nbytes * (self.group - 1) / self.group
+        """BWD: outputs rotate, which cannot overlap (Fig. 5); X and Y moves concurrent (§II-D, §II-E)."""
+        return np.maximum(self.n_x * self.t_x, self.n_y * self.t_y)
 
 
 @dataclass
@@ -155,8 +158,7 @@ def pass_cost(
 
     # Core <-> memory traffic (Fig. 5, overlapped)
     out_dims = set(output_dims(layer, pass_))
-    hbm = rotation.received  # received rotation slices land in HBM
-    ring = port = 0.0
+    hbm = ring = port = 0.0
     capacity = reserved
     for role, tensor in enumerate(ROLES[pass_]):
         dims = _dims(layer, tensor)
@@ -174,11 +176,12 @@ def pass_cost(
             continue
         mine = piece * ratio * _prod(tiles, sorted(set(dims) | out_dims))  # refetched per tile of other outputs
         unique = mine * holders
+        local = 1.0 / rotation.group if role == 0 else 1.0  # rotated features: the rest come over the links (Fig. 5)
         stored = whole * holders * write_back
         shared = np.where(holders < cores, unique, unique / 2)  # multicast vs a core's own data
         # a kept activation or error is re-laid for its consumer; kept weights already sit where they are used
         relaid = 0.0 if tensor == "K" else _shuffle_link_bytes(whole * holders, cores, hw.interconnect)
-        hbm = hbm + np.where(kept, stored, unique)
+        hbm = hbm + np.where(kept, stored, unique * local)
         ring = ring + np.where(kept, relaid + stored / 2, shared)
         port = port + np.where(kept, stored / cores, mine)
         capacity = capacity + np.where(kept, whole, 2 * piece)

@@ -20,9 +20,14 @@ Table II parameters and the plain compute-bound tiling of each cited design:
 * SuperLIP [14] (``superlip``): ⌈M/T_m⌉·⌈N/T_n⌉·⌈R/T_r⌉·⌈C/T_c⌉·T_r·T_c·K_h·K_w.
 * systolic array [15] (``systolic``): rows ↔ C_out, columns ↔ W, vector ↔ C_in; R, K_h, K_w
   sequential: ⌈M/row⌉·⌈C/col⌉·⌈N/vec⌉·R·K_h·K_w.
-* Winograd F(m×m, 3×3) [16] (``winograd``): ⌈N/P_n⌉·⌈M/P_m⌉·⌈R·s/m⌉·⌈C·s/m⌉·⌈K_h/3⌉·⌈K_w/3⌉
-  with m = n − 2; a 1×1 kernel is padded to 3×3 and a stride-s layer is computed at stride 1
-  and subsampled (note §3.2). It cannot run fully connected layers.
+* Winograd F(m×m, 3×3) [16] (``winograd``): ⌈N/P_n⌉·⌈M/P_m⌉·⌈R·s/m⌉·⌈C·s/m⌉ with m = n − 2; a
+  1×1 kernel is padded to 3×3 (Sec. VI-B: it "makes it impossible to effectively handle 1×1
+  convolution") and a stride-s layer is computed at stride 1 and subsampled (note §3.2).
+  Kernels larger than 3×3 do not run (``large_kernels = "unsupported"``, default): the datapath's
+  transform matrices are built for r = 3, and splitting a K×K kernel into ⌈K/3⌉² 3×3 pieces is a
+  later technique (DWM, Huang et al., AAAI 2020), not the cited design's; Table III never puts a
+  5×5, 7×7 or 11×11 layer on Design 3. ``"decompose"`` allows it at ⌈K_h/3⌉·⌈K_w/3⌉ passes. It
+  cannot run fully connected layers.
 
 Table II's #PEs column is kept as metadata (``pes``); the peak is computed from the parameters
 (note §6.3: 438 ≠ T_m·T_n = 448, 572 = row·col·vec/2).
@@ -31,7 +36,7 @@ Table II's #PEs column is kept as metadata (``pes``); the peak is computed from 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 
@@ -101,14 +106,18 @@ def systolic_cycles(row: int, col: int, vec: int) -> CycleFn:
     return cycles
 
 
-def winograd_cycles(n: int, pn: int, pm: int, r: int = 3) -> CycleFn:
-    """Winograd F(m×m, r×r), m = n − r + 1; kernels tiled by r, strides computed at 1 (note §3.2)."""
+def winograd_cycles(n: int, pn: int, pm: int, r: int = 3, decompose: bool = False) -> CycleFn:
+    """Winograd F(m×m, r×r), m = n − r + 1; strides computed at 1; kernels above r×r infinite
+    (unsupported) unless ``decompose`` tiles them by r (module docstring)."""
     m_out = n - r + 1
 
     def cycles(d: np.ndarray, stride: np.ndarray) -> np.ndarray:
         m, nn, rr, c, kh, kw = np.moveaxis(d, -1, 0)
         tiles = _ceil(rr * stride, m_out) * _ceil(c * stride, m_out)  # stride-s: compute at 1, subsample
-        return _ceil(nn, pn) * _ceil(m, pm) * tiles * _ceil(kh, r) * _ceil(kw, r)  # 1×1 padded to r×r
+        passes = _ceil(kh, r) * _ceil(kw, r)  # 1×1 padded to r×r: one pass
+        if not decompose:
+            passes = np.where((kh > r) | (kw > r), np.inf, passes)
+        return _ceil(nn, pn) * _ceil(m, pm) * tiles * passes
 
     return cycles
 
@@ -160,13 +169,19 @@ def systolic(*, row: Size = 11, col: Size = 13, vec: Size = 8, clock_mhz: Positi
 
 
 def winograd(*, n: ints(3, MAX_DIMENSION) = 6, pn: Size = 2, pm: Size = 8, clock_mhz: Positive = CLOCK_MHZ,
-             memory_gib: Positive = DRAM_GIB) -> Accelerator:
-    """Design 3, Winograd F(4×4, 3×3) (Lu et al., FCCM 2017): n, P_n, P_m = 6, 2, 8 (Table II)."""
+             memory_gib: Positive = DRAM_GIB,
+             large_kernels: Literal["unsupported", "decompose"] = "unsupported") -> Accelerator:
+    """Design 3, Winograd F(4×4, 3×3) (Lu et al., FCCM 2017): n, P_n, P_m = 6, 2, 8 (Table II);
+    ``large_kernels`` whether kernels above 3×3 run as ⌈K/3⌉² 3×3 pieces (module docstring)."""
     _positive("winograd", n=n, pn=pn, pm=pm, clock_mhz=clock_mhz)
     if n < 3:
         raise OptmapError(f"design 'winograd': n must be >= 3 (tile of a 3×3 kernel), got {n}")
     m = n - 2
-    design = Design("winograd", winograd_cycles(n, pn, pm), (("n", n), ("pn", pn), ("pm", pm)), clock_mhz * 1e6,
+    if large_kernels not in ("unsupported", "decompose"):
+        raise OptmapError(f"design 'winograd': large_kernels must be \"unsupported\" or \"decompose\", "
+                          f"got {large_kernels!r}")
+    design = Design("winograd", winograd_cycles(n, pn, pm, decompose=large_kernels == "decompose"),
+                    (("n", n), ("pn", pn), ("pm", pm), ("large_kernels", large_kernels)), clock_mhz * 1e6,
                     m * m * 9 * pn * pm, supports=frozenset({"conv2d"}), pes=576,
                     reference="[16] Winograd, Table II design 3")
     return design_accelerator(design, memory_gib=memory_gib)

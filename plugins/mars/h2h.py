@@ -88,7 +88,12 @@ def computation_prioritised(model: MarsCostModel) -> Plan:
                     value = cost[j - i - 1]
                     if value < best.get((nxt, j), (np.inf,))[0]:
                         best[(nxt, j)] = (value, (state, i, k, int(choice[j - i - 1])))
-    final = min((key for key in best if sum(key[0]) == need and key[1] == n), key=lambda key: best[key][0])
+    ends = [key for key in best if sum(key[0]) == need and key[1] == n]
+    if not ends:
+        raise OptmapError(f"h2h: no assignment of the {n} layers to contiguous runs on all {need} devices can run "
+                          "every layer (a device whose design runs none of them, e.g. winograd on 5x5 kernels); "
+                          "drop that device or pick designs that run the layers")
+    final = min(ends, key=lambda key: best[key][0])
     runs = []
     key = final
     while best[key][1] is not None:

@@ -261,6 +261,10 @@ def test_an_engine_chosen_by_a_variant_is_not_an_axis(problem, tmp_path):
     ("accpar/fig8.sweep.toml", ["accpar/hetero-vgg19.toml"], 8 * 5),
     ("acctfm/ablation.sweep.toml", [f"acctfm/tf{n}.toml" for n in (8, 16, 32, 64)], 4 * 5),
     ("acctfm/bandwidth.sweep.toml", [f"acctfm/tf{n}.toml" for n in (8, 16, 32, 64)], 4 * 2 * 8),
+    ("dsm/sensitivity-latency.sweep.toml", [f"dsm/{n}-train.toml" for n in ("vgg16", "resnet50", "gnmt")], 3 * 2 * 4),
+    ("mars/sensitivity-halo.sweep.toml",
+     [f"mars/{n}.toml" for n in ("alexnet", "vgg16", "resnet34", "resnet101", "wrn50-2")], 5 * 2 * 2),
+    ("fpdeep/sensitivity-dsp.sweep.toml", [f"fpdeep/{n}-15.toml" for n in ("alexnet", "vgg16", "vgg19")], 3 * 5),
 ])
 def test_shipped_sweep_files_plan(tmp_path, name, problems, count):
     study = plan([str(ROOT / "problems" / p) for p in problems], variants=str(ROOT / "problems" / name),

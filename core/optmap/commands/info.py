@@ -59,7 +59,8 @@ def plugins(args) -> int:
         table.add_row(Text("failed", style="red"), name, entry.plugin, host.plugins.get(entry.plugin, ""), cell(reason))
     for name, reason in host.failures.items():
         table.add_row(Text("failed", style="red"), name, name, host.plugins.get(name, ""), cell(reason))
-    console(piped_width=LISTING_WIDTH).print(table)
+    # piped, the listing keeps one line per name whatever COLUMNS says (scripts read it)
+    console(piped_width=LISTING_WIDTH, follow_columns=False).print(table)
     if broken:
         from optmap.errors import OptmapError
 

@@ -27,12 +27,22 @@ def test_gradient_reduction_by_hand():
     assert gradient_payloads("Data", ASYM, w) == [w, w / 4]
     link = max(3 / 4 * w / 120e9, 15 / 16 * (w / 4) / 40e9)  # ring reduce-scatter along X, then Y, pipelined
     moved = 3 / 4 * w + 15 / 16 * w / 4
-    expected = max(link, 3 * moved / HBM) + max(link, 2 * moved / HBM)  # + all-gather; HBM-bound ("memory-bound")
-    assert gradient_reduction("Data", ASYM, HW, w) == pytest.approx(expected, rel=1e-12)
+    # staged in HBM (Fig. 13's "memory-bound" reading, note §7.9): own and received partials read, sums written
+    expected = max(link, 3 * moved / HBM) + max(link, 2 * moved / HBM)  # + all-gather; HBM-bound
+    assert gradient_reduction("Data", ASYM, HW, w, "memory") == pytest.approx(expected, rel=1e-12)
     assert expected == pytest.approx(113.4e-6, rel=1e-3)
+    # default: Fig. 5 lists only chip links and the on-chip interconnect for SumofGrad / BroadcastW, so
+    # received pieces stream through; HBM reads the own partial once and writes the new weights once. The
+    # reduction is then link-bound (it used to be the staged value above, whatever the torus' bandwidths).
+    streamed = max(link, w / HBM) + max(link, w / HBM)
+    assert gradient_reduction("Data", ASYM, HW, w) == pytest.approx(streamed, rel=1e-12)
+    assert streamed == pytest.approx(2 * 3 / 4 * w / 120e9, rel=1e-12)  # the X ring phase sets the pace: 59 us
+    # so the asymmetric torus now shortens it (§II-E): the symmetric 80/80 torus reduces the same W slower
+    assert gradient_reduction("Data", Torus(4, 16, 80e9, 80e9), HW, w) > 1.4 * streamed
     # hybrids reduce along one axis only; model parallelism has no reduction
     dxmy = max(3 / 4 * w / 120e9, 3 * 3 / 4 * w / HBM) + max(3 / 4 * w / 120e9, 2 * 3 / 4 * w / HBM)
-    assert gradient_reduction("DataXModelY", ASYM, HW, w) == pytest.approx(dxmy, rel=1e-12)
+    assert gradient_reduction("DataXModelY", ASYM, HW, w, "memory") == pytest.approx(dxmy, rel=1e-12)
+    assert gradient_reduction("DataXModelY", ASYM, HW, w) == pytest.approx(2 * max(3 / 4 * w / 120e9, w / HBM))
     assert gradient_reduction("Model", ASYM, HW, w) == 0.0
 
 
@@ -43,8 +53,14 @@ def test_rotation_by_hand():
     assert (rot.group, rot.n_x, rot.n_y) == (64, 48, 15)
     assert rot.t_x == pytest.approx(f / 64 / 120e9) and rot.t_y == pytest.approx(f / 64 / 40e9)
     busy = np.array([1e-6, 1e-3])
-    expected = 48 * np.maximum(busy / 64, rot.t_x) + 15 * np.maximum(busy / 64, rot.t_y) + busy / 64
-    assert np.allclose(rot.overlapped(busy), expected, rtol=1e-12)
+    # X and Y moves run on different links at once and the slower axis paces the iterations (§II-D:
+    # a group's time is its slowest link's; §II-E's Y = X/M rule balances this maximum). Before the
+    # fix the two axes were summed (48 t_x + 15 t_y), which made Model pay for its Y moves twice over.
+    along_x = 48 * np.maximum(busy / 64, rot.t_x) + 16 * busy / 64
+    along_y = 15 * np.maximum(busy / 64, rot.t_y) + 49 * busy / 64
+    assert np.allclose(rot.overlapped(busy), np.maximum(along_x, along_y), rtol=1e-12)
+    assert rot.overlapped(np.array([0.0]))[0] == pytest.approx(max(48 * rot.t_x, 15 * rot.t_y))
+    assert rot.exposed == pytest.approx(max(48 * rot.t_x, 15 * rot.t_y))  # BWD: not overlapped, axes concurrent
     assert rotation("DataXModelY", ASYM, f).n_y == 15 and rotation("ModelXDataY", ASYM, f).n_x == 3
     assert rotation("Data", ASYM, f).group == 1
 
@@ -80,6 +96,26 @@ def test_one_pass_by_hand():
     core = [np.array([v], float) for v in (32, 1024, 1, 1, 8)]
     psum = pass_cost(layer, "fwd", core, core, split_in, HW, load_cycles=32).psum[0]
     assert psum == pytest.approx(31 / 32 * (1024 * 8 * 2) / 256e9)
+
+
+def test_rotated_features_bypass_hbm():
+    # Fig. 5: RotateAlongX/Y use the chip links and the on-chip interconnect, no memory bus. A chip of a
+    # 64-chip Model group reads only its own 1/64 of FCON1's input from HBM; the other slices reach its
+    # cores over the ring. Before the fix the received slices were written to HBM and the whole input read
+    # back, making the pass HBM-bound at (received + whole input) / HBM.
+    layer = _fc(25088, 4096)
+    core = [np.array([v], float) for v in (25088, 64, 1, 1, 16)]  # Model: out 4096/64 per chip, mb 512/32 per core
+    split = [np.array([v], float) for v in (1, 1, 1, 1, 32)]  # Fig. 12: FC layers split mb over the cores
+    f = 25088 * 512 * 2
+    rot = rotation("Model", ASYM, 0.0)  # zero bytes: the transfer time itself does not matter here
+    cost = pass_cost(layer, "fwd", core, core, split, HW, load_cycles=32, rotation=rot)
+    weights, outputs = 64 * 25088 * 2, 64 * 512 * 2
+    ring = f / 2 + weights + outputs / 2  # the cores' own input slices and outputs half-way, weights multicast
+    port = f / 32 + weights + outputs / 32  # one core's bytes through its scratchpad port
+    hbm = f / 64 + weights + outputs  # only the chip's own input slice comes from HBM
+    assert cost.ovl[0] == pytest.approx(max(ring / 256e9, port / 128e9, hbm / HBM), rel=1e-9)
+    assert cost.ovl[0] == pytest.approx(ring / 256e9, rel=1e-9)  # 62.7 us: ring-bound, no longer HBM-bound
+    assert cost.ovl[0] < (f * 63 / 64 + f + weights) / HBM / 4  # the old accounting: 265 us
 
 
 def test_splits_and_tiles():

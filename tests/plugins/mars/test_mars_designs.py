@@ -34,8 +34,12 @@ def test_winograd_by_hand_and_its_1x1_and_stride_penalties():
     assert cycles(winograd(), one_by_one) == cycles(winograd(), three_by_three)  # 1×1 padded to 3×3
     # stride 2 is computed at stride 1 and subsampled: 4× the tiles of the stride-1 output
     assert cycles(winograd(), (64, 64, 28, 28, 3, 3), stride=2) == cycles(winograd(), (64, 64, 56, 56, 3, 3))
-    # 7×7 kernels are tiled by 3×3: ⌈7/3⌉² = 9 passes
-    assert cycles(winograd(), (64, 3, 112, 112, 7, 7)) == 9 * cycles(winograd(), (64, 3, 112, 112, 3, 3))
+    # Kernels above 3×3 do not run on the F(4×4, 3×3) datapath (Lu et al. build it for r = 3; Table III never
+    # maps a 5×5, 7×7 or 11×11 layer to Design 3). They used to be tiled by 3×3, which is now the option
+    # large_kernels = "decompose": ⌈7/3⌉² = 9 passes.
+    assert cycles(winograd(), (64, 3, 112, 112, 7, 7)) == float("inf")
+    assert cycles(winograd(large_kernels="decompose"), (64, 3, 112, 112, 7, 7)) == \
+        9 * cycles(winograd(), (64, 3, 112, 112, 3, 3))
 
 
 def test_peaks_from_parameters_and_table_ii_metadata():
@@ -62,3 +66,24 @@ def test_design_rides_in_accelerator_attrs():
     carried = Accelerator("x", 1e12, 2**30, 1e9, 1e9, attrs={"mars_design": design})
     assert design_of(carried) is design
     assert design_of(superlip().with_datasheet(memory_gib=2)) is not None  # overrides keep the design
+
+
+def test_winograd_never_wins_a_1x1_or_strided_convolution_of_table_iii():
+    # Sec. VI-B: the Winograd design "makes it impossible to effectively handle 1×1 convolution"; Lu et al.'s
+    # F(4×4, 3×3) needs stride 1. Brute force over every convolution of the five Table III models, one device:
+    # wherever the kernel is not 3×3 or the stride is not 1, another Table II design is faster.
+    from optmap.plugins.mars.layers import layer_graph
+    from optmap.plugins.zoo.models import alexnet, resnet34, resnet101, vgg16, wide_resnet50_2
+
+    designs = {name: design_of(make()) for name, make in (("superlip", superlip), ("systolic", systolic),
+                                                           ("winograd", winograd))}
+    checked = 0
+    for build in (alexnet, vgg16, resnet34, resnet101, wide_resnet50_2):
+        graph = layer_graph(build(batch=1))
+        dims, strides = graph.dims, graph.strides
+        odd = (dims[:, 4] != 3) | (dims[:, 5] != 3) | (strides != 1)
+        times = {name: d.seconds(dims[odd], strides[odd]) for name, d in designs.items()}
+        best_other = np.minimum(times["superlip"], times["systolic"])
+        assert (times["winograd"] > best_other).all(), build.__name__
+        checked += int(odd.sum())
+    assert checked > 60  # AlexNet's 11×11/5×5, every ResNet 1×1 and strided layer

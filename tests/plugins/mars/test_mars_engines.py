@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from optmap.cli import main
+from optmap.errors import OptmapError
 from optmap.plugins.mars.h2h import computation_prioritised
 from optmap.problem import build_problem, load
 from optmap.run import solve
@@ -77,7 +78,10 @@ def test_computation_prioritised_dp_matches_brute_force():
         "workload": {"model": "lenet", "batch": 1, "dtype": "fp16", "phase": "inference"},
         "system": {"topology": "h2h-cluster", "groups": [{"accelerator": "superlip", "count": 1},
                                                           {"accelerator": "systolic", "count": 1},
-                                                          {"accelerator": "winograd", "count": 1}]},
+                                                          # LeNet's 5x5 kernels: Winograd runs them only when
+                                                          # decomposed into 3x3 passes (its default refuses them)
+                                                          {"accelerator": "winograd", "count": 1,
+                                                           "large_kernels": "decompose"}]},
         "cost": {"model": "mars", "adaptive": False, "include_fc": True},
         "search": {"engine": "h2h"},
     }
@@ -155,3 +159,17 @@ def test_mars_seeds_through_optmaps_seeding():
     assert seeded.evaluations > h2h.evaluations  # h2h's evaluations are counted in the run's
     with pytest.raises(OptmapError, match="seed_plans: .*nowhere"):
         solve(problem, "mars", seed=0, options={**SMALL, "seed_plans": ["nowhere"]})
+
+
+def test_h2h_refuses_a_device_that_can_run_no_layer():
+    # LeNet has 5x5 and FC layers only; a default Winograd device runs neither, so H2H (every device a run)
+    # has no plan: one clear error instead of a crash in the DP
+    spec = {
+        "workload": {"model": "lenet", "batch": 1, "dtype": "fp16", "phase": "inference"},
+        "system": {"topology": "h2h-cluster", "groups": [{"accelerator": "systolic", "count": 1},
+                                                          {"accelerator": "winograd", "count": 1}]},
+        "cost": {"model": "mars", "adaptive": False, "include_fc": True},
+        "search": {"engine": "h2h"},
+    }
+    with pytest.raises(OptmapError, match="h2h: no assignment"):
+        solve(build_problem(spec), "h2h")
