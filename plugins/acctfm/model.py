@@ -143,8 +143,10 @@ class AccTFMCostModel(CostModel):
         element size; ``topk_rounding`` k = ceil/round/floor(keep · S) (note D13).
         """
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
-            raise OptmapError("the acctfm cost model plans Megatron blocks of a transformer; "
-                              "use [workload] model = \"transformer\"")
+            raise OptmapError(f"the acctfm cost model plans Megatron blocks of a transformer; use [workload] model = "
+                              f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
+                              f"vocab (workload '{workload.name}' is a layer graph: an imported ONNX model has no "
+                              f"sizes to plan by)")
         cfg = workload.config
         self.workload, self.system, self.config = workload, system, cfg
         self.training = workload.phase == "training"

@@ -15,7 +15,10 @@ Every other op is auxiliary work on the special function processors of the layer
 consumes (its *owner*, found through its first input): activations, bias, residual add (the
 shortcut tensor is an extra read), pooling, softmax, batch/layer norm, dropout. ``input``,
 ``flatten``, ``concat`` only move data (a concat of a layer's output with that layer's own inputs,
-GNMT's query beside its context, belongs to the layer). The SFPs are scratchpad-bandwidth bound (§II-D: "these
+GNMT's query beside its context, belongs to the layer). The other data-movement kinds of the IR
+(an imported graph's ``reshape``, ``transpose``, ``slice``, ``copy``) compute nothing: a reshape is
+a view (no access), the others copy their output through the owner's SFPs (a read and a write per
+element, each pass). The SFPs are scratchpad-bandwidth bound (§II-D: "these
 computations require high bandwidth from the local scratchpad"), so an aux op is described by its
 scratchpad element accesses per element ([R], listed in ``_aux_accesses``).
 """
@@ -32,6 +35,7 @@ from optmap.workload import Layer, Workload
 
 PRIMARY_OPS = ("conv2d", "linear", "lstm", "attention")
 MOVE_OPS = ("input", "flatten", "concat")
+VIEW_OPS = ("reshape",)  # data movement that only renames the elements
 AUX_OPS = ("activation", "add", "maxpool2d", "avgpool2d", "adaptive_avgpool2d", "batchnorm2d", "layernorm",
            "dropout")
 
@@ -138,6 +142,8 @@ def _aux_accesses(layer: Layer) -> tuple[float, float]:
     if layer.op == "add":
         n = len(layer.in_shapes)
         return (n + 1.0) * out, float(n) * out  # read n, write 1; backward: read 1, write n-1 copies
+    if layer.kind.data_movement:  # [R] a copy reads and writes each element once (a reshape is a view)
+        return (0.0, 0.0) if layer.op in VIEW_OPS else (2.0 * out, 2.0 * out)
     if layer.op in ("maxpool2d", "avgpool2d", "adaptive_avgpool2d"):
         if layer.in_elements == out:
             return 0.0, 0.0  # an identity pool (e.g. VGG's 7x7 adaptive pool on 7x7 maps)
@@ -194,7 +200,7 @@ def build_graph(workload: Workload) -> DSMGraph:
                 sources[layer.name] = (owner[layer.name],)
             else:
                 sources[layer.name] = tuple(s for p in preds for s in sources[p]) if preds else (None,)
-        elif layer.op in AUX_OPS:
+        elif layer.op in AUX_OPS or _copy(layer):
             main = owner[preds[0]]
             owner[layer.name], sources[layer.name] = main, (main,)
             if main is not None:
@@ -206,7 +212,8 @@ def build_graph(workload: Workload) -> DSMGraph:
                               for i, extra in enumerate(preds[1:], 1) if layer.op == "add"]
         else:
             raise OptmapError(f"layer '{layer.name}': the dsm cost model cannot price op '{layer.op}'; it prices "
-                              f"{', '.join(PRIMARY_OPS)} and the auxiliary ops {', '.join(AUX_OPS)}")
+                              f"{', '.join(PRIMARY_OPS)}, the auxiliary ops {', '.join(AUX_OPS)} and data "
+                              f"movement without parameters{_advice(layer)}")
     if not fields:
         raise OptmapError(f"workload '{workload.name}' has no layer DSM can map (conv2d, linear, lstm, attention)")
     leaving = _leaving_elements(workload, owner, fields)
@@ -236,6 +243,19 @@ def build_graph(workload: Workload) -> DSMGraph:
         graph.nodes[name]["layer"] = layer
         layers.append(layer)
     return DSMGraph(tuple(layers), graph)
+
+
+def _copy(layer: Layer) -> bool:
+    """A data-movement layer outside MOVE_OPS without parameters (a learned class token is refused)."""
+    return layer.kind.data_movement and layer.op not in MOVE_OPS and not layer.params
+
+
+def _advice(layer: Layer) -> str:
+    """Which formulation to use instead, for the ops of a transformer."""
+    if layer.op in ("matmul", "binary", "elementwise", "norm", "embedding", "reduce"):
+        return ("; a transformer is planned by acctfm or megatron-3d from its sizes ([workload] model = "
+                "\"transformer\")")
+    return ""
 
 
 def _absorbing(workload: Workload, preds: tuple[str, ...], owner: dict) -> str | None:

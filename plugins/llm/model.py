@@ -118,7 +118,10 @@ class Megatron3DCostModel(CostModel):
         stages one layer short where embedding and loss count as layers; ``any``: also any
         pipeline size up to the layers; ``never``: even only; :mod:`.stages`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
-            raise OptmapError('the megatron-3d cost model plans a transformer; use [workload] model = "transformer"')
+            raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
+                              f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
+                              f"vocab (workload '{workload.name}' is a layer graph: an imported ONNX model has no "
+                              f"sizes to plan by)")
         cfg = workload.config
         if cfg.kind not in ("decoder-only", "encoder"):
             raise OptmapError(f"megatron-3d plans a stack of identical layers (decoder-only or encoder), "

@@ -3,7 +3,10 @@
 MARS flattens the DNN's DAG in topological order into L_1..L_N and maps **convolutions** (the
 "#Convs" of Table III); fully connected layers join with ``include_fc = true`` (note §6.22), as a
 loop nest with H = W = K = 1. Every other op (pooling, batch norm, activations, residual adds,
-concatenations, flatten) is free and only routes tensors.
+concatenations, flatten) is free and only routes tensors; so are an imported graph's other
+data-movement layers (reshape, transpose, slice, copy): a consumer reads its own input's elements
+from the producers behind them, in the shares they supplied (a channel shuffle keeps each
+producer's share of the elements, not its channel range).
 
 Each mapped layer is a six-dimensional loop nest (C_out, C_in, H, W, K_h, K_w) with H, W the
 output extents, its stride, and the element counts of its input, output and weight tensors.
@@ -125,7 +128,7 @@ def layer_graph(workload: Workload, include_fc: bool = False) -> LayerGraph:
                 else:
                     edges.append(Edge(src, i, "in", round(elems * (hi - lo)), lo, hi))
             parts[layer.name] = [(i, 0.0, 1.0)]
-        elif layer.op in FREE_OPS or layer.op == "linear":
+        elif layer.op in FREE_OPS or layer.op == "linear" or (layer.kind.data_movement and len(inputs) == 1):
             parts[layer.name] = [] if layer.op == "linear" else list(parts[inputs[0]])  # unmapped FC: a sink
         elif layer.op == "add":
             main = parts[inputs[0]]

@@ -59,7 +59,7 @@ class _Pending:
     node: onnx.NodeProto
     op: str | OpKind
     inputs: tuple[int, ...]  # indices of the producing layers
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # per sample
     suffix: str
     attrs: dict[str, object]
 
@@ -75,6 +75,7 @@ class Converter:
         self.layer_of: dict[str, int] = {}  # activation tensor -> index of the layer that outputs it
         self.skip: set[int] = set()  # nodes already folded into another layer (a MatMul's bias Add)
         self.failed: dict[str, list[onnx.NodeProto]] = {}
+        self.sequences: dict[str, onnx.NodeProto] = {}  # a tensor sequence -> the SplitToSequence making it
         self._counted: set[str] = set()  # constants already counted as some layer's parameters
         self._node: onnx.NodeProto | None = None
         for value in graph.inputs:
@@ -169,12 +170,20 @@ class Converter:
                 stack += [x for i, x in enumerate(source.input) if x and skip is not None and i not in skip]
         return total
 
-    def emit(self, op: str | OpKind, inputs: list[str], output: str, /, suffix: str = "", **attrs: object) -> None:
-        """A layer of kind ``op`` reading the activations ``inputs`` and producing the tensor ``output``."""
+    def emit(self, op: str | OpKind, inputs: list[str], output: str, /, suffix: str = "",
+             shape: tuple[int, ...] | None = None, **attrs: object) -> None:
+        """A layer of kind ``op`` reading the activations ``inputs`` and producing the tensor ``output``
+        (of per-sample ``shape``, by default the inferred one)."""
         assert self._node is not None
         layers = tuple(dict.fromkeys(self.layer_of[x] for x in inputs))  # x op x reads x once
         self.layer_of[output] = len(self.layers)
-        self.layers.append(_Pending(self._node, op, layers, self.g.shape(output), suffix, attrs))
+        self.layers.append(_Pending(self._node, op, layers, shape or self.g.shape(output), suffix, attrs))
+
+    def sequence(self, output: str, split: onnx.NodeProto) -> None:
+        """``output`` is the tensor sequence ``split`` (a SplitToSequence) makes: no layer; each
+        SequenceAt of it becomes one."""
+        self.sequences[output] = split
+        self.alias(output, split.input[0])
 
     def alias(self, output: str, source: str) -> None:
         """``output`` is ``source`` (Identity, Cast): no layer."""

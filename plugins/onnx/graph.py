@@ -154,6 +154,33 @@ class OnnxGraph:
             return None
         return numpy_helper.to_array(tensor)
 
+    def const_scalar(self, name: str) -> float | None:
+        """The value of a one-element constant, looking through the casts an exporter wraps around
+        it (``CastLike(Constant(6), x)``); None when it is not a known one-element constant."""
+        value = self._through_casts(name)
+        return None if value is None or value.size != 1 else float(value.reshape(()))
+
+    def is_zero_constant(self, name: str) -> bool:
+        """True when the constant ``name`` is known to be all zeros: a zero initializer or Constant,
+        or one broadcast from a zero scalar (``Expand(CastLike(0, x), Shape(w))``, ``ConstantOfShape``)."""
+        source = self.producer.get(name)
+        if source is not None and source.op_type == "Expand":
+            return self.is_zero_constant(source.input[0])
+        if source is not None and source.op_type == "ConstantOfShape":
+            fill = source.attribute[0].t if source.attribute else None
+            return fill is None or not numpy_helper.to_array(fill).any()
+        value = self._through_casts(name)
+        return value is not None and value.size > 0 and not value.any()
+
+    def _through_casts(self, name: str) -> np.ndarray | None:
+        """``const_value`` of ``name`` or of the constant a Cast, CastLike or Identity chain starts from."""
+        while name not in self.initializers and not self.is_activation(name):
+            source = self.producer.get(name)
+            if source is None or source.op_type not in ("Cast", "CastLike", "Identity"):
+                break
+            name = source.input[0]
+        return None if self.is_activation(name) else self.const_value(name)
+
     def is_float(self, name: str) -> bool:
         """True when ``name`` holds floating-point numbers."""
         if name in self.initializers:

@@ -1,6 +1,7 @@
 """Contractions, pooling, normalisation and fused attention (shapes are per sample: no batch).
 
-* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d. ``Gemm``, and
+* ``Conv`` (2-D) -> conv2d; ``ConvTranspose`` (2-D) -> conv_transpose2d; the zero bias an
+  exporter gives a bias-free convolution is no bias (:func:`_has_bias`). ``Gemm``, and
   ``MatMul`` with a constant weight -> linear (a MatMul followed by the Add of a constant bias is
   one linear with bias, as torch exports nn.Linear on sequences). ``MatMul`` of two activations
   -> matmul (attention scores and context).
@@ -70,26 +71,47 @@ def _window(c: Converter, node: onnx.NodeProto, kernel: tuple[int, ...]) -> dict
 
 
 # --- contractions ------------------------------------------------------------------------------
+def _has_bias(c: Converter, node: onnx.NodeProto) -> bool:
+    """Whether a convolution has a trainable bias. An exporter gives a bias-free convolution an
+    all-zero bias: ``Expand(CastLike(0, x), Shape(w))`` (torch's dynamo exporter without its
+    optimiser) or, once folded, a zero initializer. The bias is not a parameter when
+
+    * it is zero and computed in the graph (from a scalar: there is no tensor to train), or
+    * it is a zero initializer and the convolution's one consumer is a BatchNormalization: the
+      norm subtracts the per-channel batch mean, so a bias before it cancels and its gradient is
+      zero (Ioffe & Szegedy 2015, §3.2: "the effect of b will be canceled by the subsequent mean
+      subtraction"). A zero initializer anywhere else may be a trained bias and is kept.
+    """
+    if not has_input(node, 2):
+        return False
+    bias = node.input[2]
+    if c.g.is_activation(bias):
+        raise Unsupported(f"{node.op_type} (bias computed from the input)")
+    if not c.g.is_zero_constant(bias):
+        return True
+    if bias not in c.g.initializers:
+        return False
+    users = c.g.consumers.get(node.output[0], [])
+    return not (len(users) == 1 and users[0].op_type == "BatchNormalization" and node.output[0] not in c.g.outputs)
+
+
 def conv(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     weight = _weight(c, node, 1)  # (Cout, Cin/groups, kh, kw)
-    if has_input(node, 2) and c.g.is_activation(node.input[2]):
-        raise Unsupported("Conv (bias computed from the input)")
     groups = int(attributes(node).get("group", 1))
     c.emit("conv2d", [node.input[0]], node.output[0], **_window(c, node, tuple(weight[2:])), groups=groups,
-           bias=has_input(node, 2))
+           bias=_has_bias(c, node))
 
 
 def conv_transpose(c: Converter, node: onnx.NodeProto) -> None:
     _image(c, node)
     weight = _weight(c, node, 1)  # (Cin, Cout/groups, kh, kw)
-    if has_input(node, 2) and c.g.is_activation(node.input[2]):
-        raise Unsupported("ConvTranspose (bias computed from the input)")
+    bias = _has_bias(c, node)
     a = attributes(node)
     pads = tuple(a.get("pads", (0, 0, 0, 0)))
     c.emit(CONV_TRANSPOSE, [node.input[0]], node.output[0], kernel=tuple(weight[2:]),
            stride=tuple(a.get("strides", (1, 1))), padding=pads[:2] if pads[:2] == pads[2:] else pads,
-           groups=int(a.get("group", 1)), bias=has_input(node, 2))
+           groups=int(a.get("group", 1)), bias=bias)
 
 
 def gemm(c: Converter, node: onnx.NodeProto) -> None:

@@ -4,7 +4,8 @@
   counting the non-scalar float initializers as parameters.
 * ``Flatten`` or ``Reshape`` to a per-sample vector -> flatten; other reshapes, ``Squeeze``,
   ``Unsqueeze``, ``DepthToSpace``, ``SpaceToDepth`` -> reshape; ``Transpose`` -> transpose.
-* ``Slice``, each output of ``Split``, and ``Gather``/``GatherElements``/``GatherND`` of an
+* ``Slice``, each output of ``Split``, each ``SequenceAt`` of a ``SplitToSequence`` (torch's
+  ``.split`` / ``.chunk``, nanoGPT's q, k, v), and ``Gather``/``GatherElements``/``GatherND`` of an
   activation -> slice; ``Gather`` of rows of a constant table by activation indices -> embedding
   (the table is its parameters).
 * ``Expand``, ``Tile``, ``Pad``, ``ScatterND``, ``ScatterElements`` -> copy.
@@ -55,6 +56,44 @@ def split(c: Converter, node: onnx.NodeProto) -> None:
             c.emit(SLICE, [node.input[0]], out, suffix=f".{i}", fn="Split")
 
 
+def split_to_sequence(c: Converter, node: onnx.NodeProto) -> None:
+    c.sequence(node.output[0], node)
+
+
+def _chunk_sizes(c: Converter, split: onnx.NodeProto, length: int) -> list[int]:
+    """The sizes along the split axis of a SplitToSequence's chunks (ONNX: a scalar split is the
+    chunk size, the last chunk smaller; a 1-D split lists the sizes; none splits into ones)."""
+    if not has_input(split, 1):
+        return [1] * length
+    sizes = c.g.const_value(split.input[1])
+    if sizes is None:
+        raise Unsupported("SplitToSequence (split sizes computed in the graph)")
+    if sizes.ndim == 0:
+        step = int(sizes)
+        return [min(step, length - start) for start in range(0, length, step)]
+    return [int(s) for s in sizes]
+
+
+def sequence_at(c: Converter, node: onnx.NodeProto) -> None:
+    split = c.sequences.get(node.input[0])
+    if split is None:
+        raise Unsupported("SequenceAt (of a sequence not made by SplitToSequence)")
+    position = c.g.const_scalar(node.input[1])
+    if position is None:
+        raise Unsupported("SequenceAt (position computed from the input)")
+    source = c.g.shape(split.input[0])
+    a = attributes(split)
+    axis = int(a.get("axis", 0)) % (len(source) + 1)  # ONNX's axis counts the batch
+    if axis == 0:
+        raise Unsupported("SplitToSequence (along the batch)")
+    sizes = _chunk_sizes(c, split, source[axis - 1])
+    shape = list(source)
+    shape[axis - 1] = sizes[int(position) % len(sizes)]
+    if not has_input(split, 1) and not a.get("keepdims", 1):
+        del shape[axis - 1]
+    c.emit(SLICE, [split.input[0]], node.output[0], shape=tuple(shape) or (1,), fn="SplitToSequence")
+
+
 def gather(c: Converter, node: onnx.NodeProto) -> None:
     data, indices = node.input[0], node.input[1]
     if c.g.is_activation(data):
@@ -87,6 +126,8 @@ HANDLERS: dict[str, Handler] = {
     "Transpose": transpose,
     **dict.fromkeys(("Slice", "GatherElements", "GatherND"), slice_),
     "Split": split,
+    "SplitToSequence": split_to_sequence,
+    "SequenceAt": sequence_at,
     "Gather": gather,
     **dict.fromkeys(("Expand", "Tile", "Pad", "ScatterND", "ScatterElements"), copy),
     "Dropout": dropout,

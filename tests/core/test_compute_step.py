@@ -43,6 +43,21 @@ def test_layer_traffic_by_hand():
     assert layer_traffic(net.layer("flatten"), 2).total == 0
 
 
+def test_data_movement_traffic_by_hand():
+    # An imported (S, D) = (4, 8) tensor: reshaped (a view, 0 bytes), transposed (read + write
+    # 32 bf16 elements each way: 2 * 32 * 2 = 128 B), sliced to 16 (a view forward; backward its
+    # gradient is written into the input's: 2 * 16 * 2 = 64 B). 0 FLOPs throughout.
+    b = WorkloadBuilder("moves", (4, 8))
+    b.op("reshape", "input", (4, 2, 4), name="view")
+    b.op("transpose", "view", (2, 4, 4), name="heads", perm=(0, 2, 1, 3))
+    b.op("slice", "heads", (1, 4, 4), name="head0")
+    net = b.build(2, "bf16")
+    assert layer_traffic(net.layer("view"), 2) == Traffic()
+    assert layer_traffic(net.layer("heads"), 2) == Traffic(128, 128, 1, 1)
+    assert layer_traffic(net.layer("head0"), 2) == Traffic(0, 64, 0, 1)
+    assert all(net.layer(n).flops(2).total == 0 for n in ("view", "heads", "head0"))
+
+
 def test_weight_traffic_by_hand():
     # bf16 autocast: cast forward (4 + 2), cast the gradient back (2 + 4), SGD 12 B (read w, g; write w)
     assert weight_bytes_per_parameter(2, "sgd", True) == 6 + 6 + 12

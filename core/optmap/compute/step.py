@@ -15,7 +15,14 @@ max pooling      Ib + Eb + 8E int64 indices (1)     zero dx, read dy and indices
 average pooling  Ib + Eb (1)                        Eb + Ib (1)
 dropout          2Eb + E mask bytes (1)             2Eb + E (1)
 concat           2Eb (1)                            0 (the gradients are views)
+transpose, copy  read x, write y: 2Eb (1)           the gradient moved back: 2Eb (1)
+slice            0 (a view)                         dy into the input's gradient: 2Eb (1)
+reshape          0 (a view)                         0
 ================ ================================== ==================================
+
+The data-movement rows are an imported graph's kinds (:mod:`optmap.workload.general_ops`): in
+PyTorch a reshape and a slice (``.split``, ``.chunk``, indexing) are views, while a transpose
+feeding a contraction is made contiguous and an expand / tile / pad writes a new tensor.
 
 A batch norm in training runs its statistics and its normalisation kernels and, as
 ``torch.nn.BatchNorm2d.forward`` does, ``num_batches_tracked.add_(1)``: a third, tiny kernel.
@@ -109,7 +116,11 @@ def layer_traffic(layer: Layer, element_bytes: float) -> Traffic:
         return Traffic(out * (2 * b + MASK_BYTES), out * (2 * b + MASK_BYTES), 1, 1)
     if op == "concat":
         return Traffic(2 * out * b, 0.0, 1, 0)
-    return Traffic()  # input, flatten: views
+    if op in ("transpose", "copy"):
+        return Traffic(2 * out * b, 2 * out * b, 1, 1)
+    if op == "slice":
+        return Traffic(0.0, 2 * out * b, 0, 1)
+    return Traffic()  # input, flatten, reshape: views
 
 
 def cast_bytes_per_parameter(element_bytes: float, master_weights: bool) -> float:

@@ -25,6 +25,7 @@ from optmap.errors import OptmapError, did_you_mean
 
 ACTIVATIONS = frozenset({
     "relu", "relu6", "leaky_relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "hardswish",
+    "clamp",  # torch.clamp / hardtanh: x bounded by constants (relu6 is the clamp to [0, 6])
 })
 
 

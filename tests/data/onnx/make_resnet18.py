@@ -16,7 +16,8 @@ What it does, and why:
 2. Without the optimiser, torch gives each bias-free convolution an explicit all-zero bias
    computed in the graph (``Expand(CastLike(0, x), Shape(weight))``). ResNet's convolutions
    have no bias, so the script checks that each such input is that zero constant, removes it
-   and then removes the nodes nothing uses any more.
+   and then removes the nodes nothing uses any more. (The importer itself does not count such
+   a bias as parameters either, ``plugins/onnx/handlers.py``; removing it keeps the file small.)
 3. The weights are replaced by references to an external data file that does not exist: every
    float initializer keeps its name, type and dimensions (all optmap reads), and the file shrinks from
    ~45 MB to under 100 kB. ``onnx.load(path, load_external_data=False)`` reads it. Of torch's

@@ -117,3 +117,32 @@ def test_graphs_that_are_not_series_parallel_get_one_line():
     bridge = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "c"), ("b", "d"), ("c", "d")])
     with pytest.raises(OptmapError, match="series-parallel"):
         chain_view(bridge)
+
+
+def test_data_movement_folds_into_the_owner_at_zero_compute():
+    # An imported channel shuffle: conv1 (8 x 8 x 8 out) -> reshape (2, 4, 8, 8) -> transpose ->
+    # reshape back -> slice the first 4 channels -> conv2. No MACs are added; the reshapes are
+    # views (0 accesses); the transpose copies 512 elements and the slice 256 (a read and a write
+    # each: 2 x 512 + 2 x 256 = 1,536 SFP accesses on conv1, forward and backward alike).
+    b = WorkloadBuilder("shuffle", (4, 8, 8))
+    b.conv2d("input", 8, 3, padding=1, bias=False, name="conv1")
+    b.op("reshape", "conv1", (2, 4, 8, 8), name="group")
+    b.op("transpose", "group", (4, 2, 8, 8), name="shuffle", perm=(0, 2, 1, 3, 4))
+    b.op("reshape", "shuffle", (8, 8, 8), name="ungroup")
+    b.op("slice", "ungroup", (4, 8, 8), name="half")
+    b.conv2d("half", 8, 3, padding=1, bias=False, name="conv2")
+    graph = build_graph(b.build(4, "fp16"))
+    assert [layer.name for layer in graph.layers] == ["conv1", "conv2"]
+    conv1 = graph.layer("conv1")
+    assert (conv1.aux_fwd, conv1.aux_bwd) == (1536.0, 1536.0)
+    assert conv1.macs_per_sample == 4 * 8 * 64 * 9  # in x out x ij x kij: the convolution alone
+    # conv2 reads the 256 sliced elements from conv1, its main input.
+    assert graph.layer("conv2").producers == ("conv1",)
+    assert graph.graph.edges["conv1", "conv2"]["elements"] == 256
+
+
+def test_a_transformer_op_names_the_formulations_that_plan_transformers():
+    b = WorkloadBuilder("scores", (4, 16))
+    b.matmul("input", b.input((16, 4), "keys"), name="qk")
+    with pytest.raises(OptmapError, match="acctfm or megatron-3d"):
+        build_graph(b.build(4, "fp16"))

@@ -13,8 +13,8 @@ BATCH = 4
 
 
 def residual_cnn():
-    """x(N,3,8,8) -> conv1 3x3 (8, bias) -> bn1 -> relu1 -> [conv2 3x3 -> relu2 -> conv3 1x1] + relu1
-    -> relu3 -> maxpool 2x2/2 -> global average pool -> flatten -> fc (Gemm 8 -> 10, bias)."""
+    """x(N,3,8,8) -> conv1 3x3 (8, a non-zero bias: a zero one before a norm is an exporter's) -> bn1
+    -> relu1 -> [conv2 3x3 -> relu2 -> conv3 1x1] + relu1 -> relu3 -> maxpool 2x2/2 -> global average pool -> flatten -> fc (Gemm 8 -> 10, bias)."""
     nodes = [
         node("Conv", ["x", "w1", "b1"], ["c1"], "conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         node("BatchNormalization", ["c1", "g", "beta", "mean", "var"], ["n1"], "bn1"),
@@ -29,7 +29,7 @@ def residual_cnn():
         node("Flatten", ["gap"], ["f"], "flatten"),
         node("Gemm", ["f", "wfc", "bfc"], ["y"], "fc", transB=1),
     ]
-    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8), weight("g", 8), weight("beta", 8), weight("mean", 8),
+    inits = [weight("w1", 8, 3, 3, 3), weight("b1", 8, value=0.1), weight("g", 8), weight("beta", 8), weight("mean", 8),
              weight("var", 8, value=1.0), weight("w2", 8, 8, 3, 3), weight("w3", 8, 8, 1, 1),
              weight("wfc", 10, 8), weight("bfc", 10)]
     return model(nodes, [value("x", "N", 3, 8, 8)], [value("y", "N", 10)], inits)

@@ -25,7 +25,9 @@ def test_trainable_constants_and_flops(tmp_path):
     layers = {layer.name: layer for layer in w.layers()}
     assert {n: (layers[n].op, layers[n].attr("fn") or layers[n].attr("kind")) for n in layers if n != "x"} == {
         "prelu": ("elementwise", "PRelu"), "scale": ("elementwise", "Mul"), "masked": ("elementwise", "Where"),
-        "relu6": ("activation", "relu6"), "clip": ("elementwise", "Clip"), "sum": ("reduce", "ReduceSum")}
+        "relu6": ("activation", "relu6"), "clip": ("activation", "clamp"), "sum": ("reduce", "ReduceSum")}
+    # (Clip(-1, 1) was an elementwise layer until issue 27: a clamp by constants is an activation,
+    # which every formulation prices; its FLOPs below are unchanged.)
     # Only the PReLU slope is trainable: 8 elements. Scalars and the boolean mask are not parameters.
     assert {n: layers[n].params for n in layers} == {n: (8 if n == "prelu" else 0) for n in layers}
     # One FLOP per output element (128) forward and backward; the PReLU also for its weight
