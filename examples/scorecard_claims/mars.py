@@ -20,9 +20,10 @@ SPATIAL_FREE = ("An H/W split needs no communication in the reconstructed cost m
                 "baseline's 2 × 2 splits pay All-Reduces and re-layouts. Charging halos or pipelining the sets "
                 "does not bring back the paper's 2-4 FPGA sets (sensitivity table).")
 DESIGNS = ("The paper gives no equations for its designs; with Table II's parameters the reconstructed Winograd "
-           "design delivers 2,304 effective MAC/cycle on 3×3 convolutions, the systolic array 1,144 and SuperLIP "
-           "448, so SuperLIP is never the fastest design on any layer (issue 24: the reconstruction is being "
-           "checked against the designs' own papers).")
+           "design delivers 2,304 effective MAC/cycle on 3×3 convolutions (576 PEs = n²·Pn·Pm multipliers of Lu "
+           "et al.'s F(4×4, 3×3), checked), the systolic array 1,144 and SuperLIP 448, so SuperLIP is never the "
+           "fastest design on any layer; Winograd now runs kernels up to 3×3 only (the cited design), which "
+           "moved ResNet34 to the systolic array (mars.md).")
 ABSOLUTE = ("The paper's latencies come from ASTRA-Sim with the designs' unpublished analytical models; ours are "
             "relative to a baseline priced by the same reconstructed model.")
 
