@@ -63,7 +63,7 @@ def table6() -> tuple[str, str, dict]:
         stats["gops"].append(100 * abs(1 - m["gops_per_fpga"] / paper["gops"]))
         stats["epoch"].append(100 * (1 - m["hours_per_epoch"] / paper["hours"]))
         implied = 15 * paper["gops"] * 1e9 / (IMAGES / (paper["hours"] * 3600))
-        table_ = optmap.load(study.PROBLEMS / f"{net}-15.toml").cost_model.table
+        table_ = optmap.load(study.problems_folder() / f"{net}-15.toml").cost_model.table
         six_mac = 6 * table_.macs.sum()
         gap.append([TITLE[net], implied / 1e9, table_.ops_per_image / 1e9, six_mac / 1e9, implied / six_mac,
                     m["gops_per_fpga_allocated"] * 15e9 / m["throughput"] / 1e9])

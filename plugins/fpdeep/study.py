@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import optmap
+from optmap.errors import OptmapError
 from optmap.problem import Problem
 from optmap.search import SearchResult
 from optmap.system import square_shape
 
-PROBLEMS = Path(__file__).resolve().parents[2] / "problems" / "fpdeep"
+# The repository's problems/fpdeep: beside the plugin in a source checkout, else under the working
+# directory (an installed optmap run from a clone of the repository, as CI runs the scorecard).
+SOURCE_PROBLEMS = Path(__file__).resolve().parents[2] / "problems" / "fpdeep"
 NETS = ("alexnet", "vgg16", "vgg19")
 VARIANTS = {"150": "vc709", "250": "vc709-250"}  # Gb/s per FPGA → accelerator preset
 SIZES = tuple(range(5, 101, 5))
@@ -44,9 +47,18 @@ class Point:
         return self.link_demand >= 1 - 1e-9
 
 
+def problems_folder() -> Path:
+    """Where the study's problem files are (see :data:`SOURCE_PROBLEMS`)."""
+    for folder in (SOURCE_PROBLEMS, Path.cwd() / "problems" / "fpdeep"):
+        if folder.is_dir():
+            return folder
+    raise OptmapError("the FPDeep study reads the repository's problems/fpdeep/*.toml: run it from a clone of "
+                      "the optmap repository")
+
+
 def problem(net: str, count: int, overrides: tuple[str, ...] = ()) -> Problem:
     """``problems/fpdeep/<net>-15.toml`` on ``count`` FPGAs, with ``--set`` style overrides."""
-    return optmap.load(PROBLEMS / f"{net}-15.toml", overrides=[f"system.groups.0.count={count}", *overrides])
+    return optmap.load(problems_folder() / f"{net}-15.toml", overrides=[f"system.groups.0.count={count}", *overrides])
 
 
 def solve(net: str, count: int, overrides: tuple[str, ...] = ()) -> SearchResult:
