@@ -58,7 +58,8 @@ class PipelineSearch(SearchEngine):
         if reason:
             raise OptmapError(f"[search.pipeline] stage_engine '{name}' does not fit cost model '{model.inner_name}': "
                               f"it {reason}")
-        self._pins = {k: v for k, v in pins.items() if k not in structure.space.names[:_head_width(structure)]}
+        head = {v.name for v in structure.space.variables if v.tag("part") is None}  # the pipeline's own decisions
+        self._pins = {k: v for k, v in pins.items() if k not in head}  # the inner decisions pinned
         self._seed, self._memo, self._searches, self._inner_evaluations = seed, {}, 0, 0
         best = (INF, None)
         stage_options = [pins["stages"]] if "stages" in pins else range(1, structure.max_stages + 1)
@@ -173,10 +174,6 @@ class _Recorder:
 
     def of(self, x: np.ndarray) -> tuple[float, float, bool]:
         return self.rows[np.asarray(x, float).tobytes()]
-
-
-def _head_width(structure) -> int:
-    return len([v for v in structure.space.variables if v.tag("part") is None])
 
 
 def _allowed(pins: dict, k: int, b: int, e: int, S: int) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from optmap.cost import evaluate_batch
+from optmap.schedule import transfer_time
 from optmap.space import DesignSpace
 from optmap.system.subsystem import groups_of, stage_transfer, sub_system
 from optmap.workload import PHASE_PASSES
@@ -87,15 +88,15 @@ class StagePricer:
         wl, unit = self.workload, self.unit
         devices = tuple(range(stage.unit0 * unit, stage.unit1 * unit))
         part = slice_workload(wl, range(stage.first, stage.stop), batch=wl.batch // m)
-        per_sample = wl.bytes_per_element * wl.batch // m
+        element = wl.bytes_per_element * (wl.batch // m)  # bytes of one element per sample of a micro-batch
         send = 0.0
         if stage.stop < self.structure.layers:  # activations to the next stage
             rate, latency = stage_transfer(self.system, devices, (stage.unit1 * unit,))
-            send += part.crossing_elements("outputs") * per_sample / rate + latency
+            send += float(transfer_time(part.crossing_elements("outputs") * element, rate, latency))
         if stage.first > 0 and self.training:  # gradients back to the previous stage
             rate, latency = stage_transfer(self.system, devices[::-1], (stage.unit0 * unit - 1,))
-            send += part.crossing_elements("inputs") * per_sample / rate + latency
-        stored = sum(layer.out_elements for layer in part.layers()) * per_sample if self.training else 0.0
+            send += float(transfer_time(part.crossing_elements("inputs") * element, rate, latency))
+        stored = sum(layer.out_elements for layer in part.layers()) * element if self.training else 0.0
         groups = groups_of(self.system, devices)
         capacity = min(group.accelerator.memory_bytes for group, _ in groups)
         span = (stage.unit0, stage.unit1)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from optmap.errors import OptmapError
+from optmap.schedule import prefix_sums
 from optmap.workload.graph import Workload
 
 
@@ -103,9 +104,7 @@ def balanced_cuts(workload: Workload, positions: tuple[int, ...], groups: int) -
     if groups >= len(positions) + 1:
         return tuple(positions)
     flops = [workload.phase_flops(layer.flops(workload.batch)).total for layer in workload.layers()]
-    prefix = [0.0]
-    for f in flops:
-        prefix.append(prefix[-1] + f)
+    prefix = prefix_sums(flops).tolist()
     edges = [0, *positions, len(flops)]
     n = len(edges) - 1  # atoms between consecutive candidate cuts
     inf = float("inf")
