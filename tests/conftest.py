@@ -45,3 +45,19 @@ engine = "accpar"
 seed = 0
 {budget}"""
 
+
+
+def channel_shuffle(batch: int):
+    """An imported channel shuffle between two convolutions (tests of data-movement layers):
+    conv1 (4 -> 8 channels, 8x8, no bias) -> reshape (2, 4, 8, 8) -> transpose -> reshape back ->
+    slice of the first 4 channels -> conv2, fp16."""
+    from optmap.workload import WorkloadBuilder
+
+    b = WorkloadBuilder("shuffle", (4, 8, 8))
+    b.conv2d("input", 8, 3, padding=1, bias=False, name="conv1")
+    b.op("reshape", "conv1", (2, 4, 8, 8), name="group")
+    b.op("transpose", "group", (4, 2, 8, 8), name="shuffle", perm=(0, 2, 1, 3, 4))
+    b.op("reshape", "shuffle", (8, 8, 8), name="ungroup")
+    b.op("slice", "ungroup", (4, 8, 8), name="half")
+    b.conv2d("half", 8, 3, padding=1, bias=False, name="conv2")
+    return b.build(batch, "fp16")

@@ -10,6 +10,8 @@ from optmap.plugins.dsm.view import chain_view
 from optmap.plugins.zoo import resnet50, vgg16
 from optmap.workload import WorkloadBuilder
 
+from conftest import channel_shuffle
+
 
 @pytest.fixture(scope="module")
 def vgg():
@@ -124,14 +126,7 @@ def test_data_movement_folds_into_the_owner_at_zero_compute():
     # reshape back -> slice the first 4 channels -> conv2. No MACs are added; the reshapes are
     # views (0 accesses); the transpose copies 512 elements and the slice 256 (a read and a write
     # each: 2 x 512 + 2 x 256 = 1,536 SFP accesses on conv1, forward and backward alike).
-    b = WorkloadBuilder("shuffle", (4, 8, 8))
-    b.conv2d("input", 8, 3, padding=1, bias=False, name="conv1")
-    b.op("reshape", "conv1", (2, 4, 8, 8), name="group")
-    b.op("transpose", "group", (4, 2, 8, 8), name="shuffle", perm=(0, 2, 1, 3, 4))
-    b.op("reshape", "shuffle", (8, 8, 8), name="ungroup")
-    b.op("slice", "ungroup", (4, 8, 8), name="half")
-    b.conv2d("half", 8, 3, padding=1, bias=False, name="conv2")
-    graph = build_graph(b.build(4, "fp16"))
+    graph = build_graph(channel_shuffle(4))
     assert [layer.name for layer in graph.layers] == ["conv1", "conv2"]
     conv1 = graph.layer("conv1")
     assert (conv1.aux_fwd, conv1.aux_bwd) == (1536.0, 1536.0)

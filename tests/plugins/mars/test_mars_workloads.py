@@ -3,9 +3,10 @@
 import pytest
 
 from optmap.plugins.mars.layers import layer_graph
-from optmap.workload import WorkloadBuilder
 from optmap.plugins.mars.workloads import casia_surf, facebagnet
 from optmap.plugins.zoo.models import alexnet, resnet34, resnet101, vgg16, wide_resnet50_2
+
+from conftest import channel_shuffle
 
 # Table III: #Convs (main path), #Params, FLOPs (which are MAC counts, note §1.5)
 TABLE_III = {
@@ -85,13 +86,6 @@ def test_imported_data_movement_only_routes_tensors():
     # An imported channel shuffle between two convolutions: conv1 (4 -> 8 channels, 8x8) ->
     # reshape -> transpose -> reshape -> slice of 4 channels -> conv2. MARS maps the two convs;
     # conv2 reads its 4 x 8 x 8 = 256 input elements from conv1, and nothing else is mapped.
-    b = WorkloadBuilder("shuffle", (4, 8, 8))
-    b.conv2d("input", 8, 3, padding=1, bias=False, name="conv1")
-    b.op("reshape", "conv1", (2, 4, 8, 8), name="group")
-    b.op("transpose", "group", (4, 2, 8, 8), name="shuffle", perm=(0, 2, 1, 3, 4))
-    b.op("reshape", "shuffle", (8, 8, 8), name="ungroup")
-    b.op("slice", "ungroup", (4, 8, 8), name="half")
-    b.conv2d("half", 8, 3, padding=1, bias=False, name="conv2")
-    graph = layer_graph(b.build(1, "fp16"))
+    graph = layer_graph(channel_shuffle(1))
     assert [n.name for n in graph.layers] == ["conv1", "conv2"]
     assert [(e.src, e.dst, e.kind, e.elems) for e in graph.edges] == [(0, 1, "in", 256)]
