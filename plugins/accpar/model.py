@@ -32,6 +32,7 @@ import numpy as np
 
 from optmap.bounds import ints
 from optmap.compute import calibration_of
+from optmap.compute.layout import MemoryFormat
 from optmap.compute.optimizer import Optimizer
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
@@ -89,6 +90,7 @@ class AccParCostModel(LevelCosts, CostModel):
         weight_copies: ints(1, 64) = 3,
         compute: Literal["auto", "peak"] = "auto",
         optimizer: Optimizer = "sgd",
+        memory_format: MemoryFormat = "contiguous",
     ) -> None:
         """Options (note §6 decisions): ``bandwidth`` divides a side's transfer by its own network
         bandwidth (Eq. 7, b_i), its partner's (Fig. 2 text, b_j) or the smaller; ``combine`` takes
@@ -104,7 +106,9 @@ class AccParCostModel(LevelCosts, CostModel):
         plus stored activations exceed its memory (the paper does not check capacity, §6.8);
         ``compute``: "auto" prices a leaf with a measured accelerator by the shared compute model
         (module docstring), "peak" keeps Eq. 8 (FLOPs over peak) for every accelerator;
-        ``optimizer`` (sgd, momentum, adam) sets the weight-update traffic the measured model adds."""
+        ``optimizer`` (sgd, momentum, adam) sets the weight-update traffic the measured model adds;
+        ``memory_format`` ("contiguous": NCHW, PyTorch's default, adds cuDNN's layout transforms
+        around the convolutions; "channels_last") is the measured model's activation layout."""
         if workload.phase != "training":
             raise OptmapError("accpar models training (forward, backward, gradient); set [workload] phase = \"training\"")
         if ratio_steps < 2:
@@ -124,7 +128,8 @@ class AccParCostModel(LevelCosts, CostModel):
         if measured:
             from optmap.compute.step import StepModel
 
-            self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer)
+            self.step = StepModel.from_workload(workload, self.graph.names, optimizer=optimizer,
+                                                memory_format=memory_format)
         self.hierarchy: Hierarchy = bisect(system)
         self.networks = split_networks(system, [s for level in self.hierarchy.splits for s in level])
         self.bytes = workload.bytes_per_element

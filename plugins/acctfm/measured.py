@@ -25,11 +25,11 @@ attention.) The forward runs each GEMM's forward pass and the attention forward;
 each GEMM's input- and weight-gradient passes and the attention backward, priced by the model's
 own passes (the config's ``bwd_factor`` is the curve's). With ``elementwise`` the block also runs
 its element-wise layers of the workload IR (``<block>.norm``, ``.residual``, ``.act``, ``.gate``),
-priced by :func:`optmap.compute.step.layer_traffic` as memory-bound kernels: norms and residual
+priced by :func:`optmap.compute.traffic.layer_traffic` as memory-bound kernels: norms and residual
 adds on the whole [rows, d_model] activation on every device, the activation and the SwiGLU gate
 on the device's d_ff/N columns; softmax is inside flash attention. The serial output head is the
 vocabulary-parallel GEMM m = B·S, k = d_model, n = vocab/N, and (training, ``elementwise``) its
-fp32 cross-entropy, :data:`optmap.compute.step.LOSS_BYTES` per logit shard, half forward, half
+fp32 cross-entropy, :data:`optmap.compute.traffic.LOSS_BYTES` per logit shard, half forward, half
 backward. Times are device time in a busy stream (:func:`optmap.compute.compute_time`: the host
 dispatches ahead of the device).
 """
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from optmap.compute import compute_time
-from optmap.compute.step import LOSS_BYTES, Traffic, layer_traffic
+from optmap.compute.traffic import LOSS_BYTES, Traffic, layer_traffic
 from optmap.workload.transformer import Block, TransformerConfig
 from optmap.system import Accelerator
 from optmap.workload import Workload

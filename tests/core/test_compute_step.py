@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from optmap.compute import Calibration, compute_time, with_calibration
-from optmap.compute.step import StepModel, Traffic, layer_traffic, owners, training_step, weight_bytes_per_parameter
+from optmap.compute.step import StepModel, owners, training_step
+from optmap.compute.traffic import Traffic, layer_traffic, weight_bytes_per_parameter
 from optmap.plugins.accpar.model import AccParCostModel
 from optmap.plugins.hardware import topologies
 from optmap.plugins.zoo.models import resnet18
@@ -83,8 +84,10 @@ def _simulate(groups, dispatch_s, backward_call_s, backward_from):
 
 
 def test_training_step_adds_up_by_hand():
+    # channels_last: the convolutions run as measured, without cuDNN's NCHW transforms (those are
+    # test_nchw_layout_transforms_by_hand's)
     net = _net()
-    step = training_step(MEASURED, net)
+    step = training_step(MEASURED, net, memory_format="channels_last")
     conv = {"batch": 16, "cin": 8, "cout": 16, "in_hw": 256, "out_hw": 256, "kernel": 9, "aligned": True}
     fc = {"batch": 16, "cin": 1024, "cout": 10, "aligned": True}
     e, out = 16 * 256, 16 * 64
@@ -94,22 +97,77 @@ def test_training_step_adds_up_by_hand():
     def memory(nbytes, kernels):
         return kernels * 2e-6 + nbytes / 1e12
 
-    # bf16 autocast: each weight cast once each way (6 B, 1 kernel); SGD 12 B per weight, launched once
-    # for the whole network (foreach), so the layers carry its bytes and the step its launches
+    # bf16 autocast: each weight tensor cast once each way (6 B per parameter, 1 kernel per tensor);
+    # SGD 12 B per parameter, launched once for the whole network (foreach), so the layers carry its
+    # bytes and the step its launches. fc has a bias (issue 24: its 10 parameters, the second cast
+    # kernel each way and the gradient's sum over the 16 rows, 16 * 10 * 2 B in 1 kernel, were missing)
     conv1 = (compute_time(MEASURED, "conv2d", conv, passes="forward") + memory(8 * 16 * 9 * 6, 1)
              + memory(forward, 3 + 1 + 1),
              compute_time(MEASURED, "conv2d", conv, passes="weight_grad") + memory(8 * 16 * 9 * 6, 1)  # no dgrad
              + memory(backward, 2 + 1 + 2), memory(8 * 16 * 9 * 12, 0))
-    head = (compute_time(MEASURED, "linear", fc, passes="forward") + memory(1024 * 10 * 6, 1) + memory(16 * 10 * 8, 2),
-            compute_time(MEASURED, "linear", fc, passes=("backward_data", "weight_grad")) + memory(1024 * 10 * 6, 1)
-            + memory(16 * 10 * 8, 2), memory(1024 * 10 * 12, 0))  # loss: 16 B per logit, half each way
+    fc_params = 1024 * 10 + 10
+    head = (compute_time(MEASURED, "linear", fc, passes="forward") + memory(fc_params * 6, 2) + memory(16 * 10 * 8, 2),
+            compute_time(MEASURED, "linear", fc, passes=("backward_data", "weight_grad")) + memory(fc_params * 6, 2)
+            + memory(16 * 10 * 8 + 16 * 10 * 2, 2 + 1), memory(fc_params * 12, 0))  # loss: 16 B per logit
     assert step["layers"]["conv1"] == pytest.approx(sum(conv1), rel=1e-9)
     assert step["layers"]["fc"] == pytest.approx(sum(head), rel=1e-9)
-    kernels = [1 + 1 + 5, 1 + 1 + 2, 1 + 1 + 1 + 2, 1 + 1 + 5, 1]  # forward conv1, fc; backward fc, conv1; SGD
+    kernels = [1 + 1 + 5, 1 + 2 + 2, 1 + 1 + 2 + 1 + 2, 1 + 1 + 5, 1]  # forward conv1, fc; backward fc, conv1; SGD
     assert step["host"] == pytest.approx(sum(kernels) * 10e-6 + 100e-6 - 10e-6)
-    groups = [(conv1[0], 7), (head[0], 4), (head[1], 5), (conv1[1], 7), (conv1[2] + head[2] + 2e-6, 1)]
+    groups = [(conv1[0], 7), (head[0], 5), (head[1], 7), (conv1[1], 7), (conv1[2] + head[2] + 2e-6, 1)]
     assert step["time"] == pytest.approx(_simulate(groups, 10e-6, 100e-6, 2), rel=1e-9)
     assert step["time"] >= max(step["device"], step["host"])
+    # the same device time by kind of work; nothing transposed in channels_last
+    assert sum(step["families"].values()) == pytest.approx(step["device"], rel=1e-12)
+    assert step["families"]["layout transforms"] == 0
+    assert step["families"]["update"] == pytest.approx(conv1[2] + head[2] + 2e-6, rel=1e-9)
+
+
+def _two_convs(bias):
+    b = WorkloadBuilder("two", (8, 16, 16))
+    x = b.conv2d("input", 16, 3, padding=1, bias=bias, name="conv1")
+    x = b.activation(x, name="relu1")
+    b.conv2d(x, 32, 3, padding=1, bias=bias, name="conv2")
+    return b.build(4, "bf16")
+
+
+def test_nchw_layout_transforms_by_hand():
+    # issue 24: a torchvision model is NCHW; cuDNN transposes the operands each tensor-core kernel
+    # reads to NHWC (read + write, 2 B each way per bf16 element, one kernel per operand):
+    # forward x and the weights, backward_data dy and the weights, weight_grad x and dy.
+    net = _two_convs(bias=False)
+    nchw, nhwc = (training_step(MEASURED, net, memory_format=f) for f in ("contiguous", "channels_last"))
+    x1, w1, y1 = 4 * 8 * 256, 8 * 16 * 9, 4 * 16 * 256  # conv1: the first layer, no backward_data
+    x2, w2, y2 = y1, 16 * 32 * 9, 4 * 32 * 256
+    conv1 = (4 * (x1 + w1) + 4 * (x1 + y1)) / 1e12 + 4 * 2e-6  # 2 kernels forward, 2 backward
+    conv2 = (4 * (x2 + w2) + 4 * (x2 + y2) + 4 * (y2 + w2)) / 1e12 + 6 * 2e-6  # 2 forward, 4 backward
+    assert nchw["layers"]["conv1"] - nhwc["layers"]["conv1"] == pytest.approx(conv1, rel=1e-9)
+    assert nchw["layers"]["conv2"] - nhwc["layers"]["conv2"] == pytest.approx(conv2, rel=1e-9)
+    assert nchw["families"]["layout transforms"] == pytest.approx(conv1 + conv2, rel=1e-9)
+    assert nchw["host"] == nhwc["host"]  # launched inside the cuDNN call, not dispatched by PyTorch
+    # a 3-channel first layer keeps its measured direct kernel: nothing transposed
+    b = WorkloadBuilder("rgb", (3, 16, 16))
+    b.conv2d("input", 16, 3, padding=1, bias=False, name="conv1")
+    rgb = b.build(4, "bf16")
+    assert training_step(MEASURED, rgb)["layers"] == training_step(MEASURED, rgb, memory_format="channels_last")["layers"]
+
+
+def test_convolution_bias_by_hand():
+    # issue 24: cuDNN leaves the bias to ATen (ConvShared.cpp, "Convolution design"): output.add_(bias)
+    # reads and writes the output (2 B each), grad_output.sum reads it; under autocast the bias is a
+    # second tensor to cast each way (6 B per parameter, 1 kernel) and SGD updates it (12 B).
+    with_bias, without = (training_step(MEASURED, _two_convs(b), memory_format="channels_last")
+                          for b in (True, False))
+    y2 = 4 * 32 * 256
+    extra = (2 * y2 * 2 + y2 * 2 + 32 * (6 + 6 + 12)) / 1e12 + 4 * 2e-6  # add_, sum, two casts
+    assert with_bias["layers"]["conv2"] - without["layers"]["conv2"] == pytest.approx(extra, rel=1e-9)
+    assert with_bias["host"] - without["host"] == pytest.approx(2 * 4 * 10e-6)  # 4 dispatches per layer
+
+
+def test_memory_format_is_checked():
+    from optmap.errors import OptmapError
+
+    with pytest.raises(OptmapError, match="memory_format must be one of contiguous, channels_last"):
+        training_step(MEASURED, _net(), memory_format="nhwc")
 
 
 def test_overlap_matches_kernel_by_kernel_simulation():

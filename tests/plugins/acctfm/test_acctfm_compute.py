@@ -129,7 +129,7 @@ def test_elementwise_kernels_are_priced_from_their_traffic():
     for j, b in enumerate((16, 8, 4)):
         e, e_ff = 32 * 1024 * b, 32 * 4096 / 4 * b  # d_model elements (whole), d_ff / N elements (split)
         # pre-LN norm 3E fwd / 5E bwd (2 kernels each), residual add 3E / 3E, ReLU 2E / 3E on the
-        # device's columns (optmap.compute.step's table), 2 bytes per bf16 element.
+        # device's columns (optmap.compute.traffic's table), 2 bytes per bf16 element.
         fwd = compute_time(acc, "memory", {"bytes": 2 * (3 * e + 3 * e + 2 * e_ff), "kernels": 4})
         bwd = compute_time(acc, "memory", {"bytes": 2 * (5 * e + 3 * e + 3 * e_ff), "kernels": 4})
         assert with_ew.tables().tcp_fwd[i, j] - without.tables().tcp_fwd[i, j] == pytest.approx(fwd, rel=1e-9)
