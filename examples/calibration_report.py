@@ -148,6 +148,11 @@ def main() -> int:
     for passes, e in errors.items():
         print(f"- {passes}: n = {len(e)}, median abs. error {100 * np.median(np.abs(e)):.1f} %, "
               f"90th pct {100 * np.percentile(np.abs(e), 90):.1f} %, median signed {100 * np.median(e):+.1f} %")
+    factors = h100.memory_bound_factors(calibration)
+    print(f"- what the {factors['sequences']} device-bound block sequences ask of the ceilings (1 = as priced): "
+          f"forward memory-bound kernels {factors['forward_memory']:.2f} x the copy ceiling, backward "
+          f"{factors['backward_memory']:.2f} x, flash-attention backward {factors['attention_backward']:.2f} x "
+          "the backward ceiling")
     print("\n## Predicted whole training steps on one h100-sxm (no measurement to compare with)\n")
     print(step_table(h100_preset))
     plot(samples, held_out, calibration, ROOT / "docs" / "calibration-h100.png")

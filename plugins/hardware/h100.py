@@ -7,7 +7,9 @@
   output size) is torchvision's, read by layer name from the ``vgg16`` and ``resnet50`` workloads
   that the host's plugins register (the zoo's);
 * ``transformer-blocks.json`` → never fitted: :func:`gpt_block_seconds` predicts each whole
-  block from the kernels it runs, a check of how the model composes.
+  block from the kernels it runs, a check of how the model composes. The blocks are the one
+  measured sequence of element-wise kernels (layer norms, GELU, residual adds, their gradients):
+  :func:`memory_bound_factors` asks them what those kernels reach against the copy ceiling.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 
 from optmap.compute import Calibration, Sample
 from optmap.compute.lowering import Kernel, lower
-from optmap.compute.model import isolated_seconds
+from optmap.compute.model import isolated_seconds, kernel_seconds
 from optmap.units import gBps_to_bytes_per_s, tflops_to_flops
 
 MEASUREMENTS = Path(__file__).parent / "measurements" / "h100-sxm"
@@ -29,6 +31,7 @@ DTYPE, ELEMENT_BYTES = "bf16", 2
 # dispatch that precedes every kernel (both add up there; docs/calibration.md), so it is an
 # assumption here, a few microseconds per back-to-back launch; `optmap calibrate` measures it.
 KERNEL_S = 2e-6
+DEVICE_BOUND = 0.05  # a block sequence whose predicted host wait is under 5 % of its predicted time
 
 
 def _read(name: str) -> dict:
@@ -134,3 +137,41 @@ def block_errors(calibration: Calibration) -> dict[str, np.ndarray]:
         passes: np.array([gpt_block_seconds(calibration, r, passes) / r[key] - 1 for r in rows])
         for passes, key in (("forward", "fwd_s"), ("training", "fwd_bwd_s"))
     }
+
+
+def _scaled(kernels: list[Kernel], forward_memory: float, backward_memory: float, attention: float) -> list[Kernel]:
+    """The block's kernels with memory-bound kernels (no FLOPs) at ``*_memory`` x the copy ceiling
+    and the attention backward (FLOPs, no gathered operand) at ``attention`` x its ceiling."""
+    out = []
+    for k in kernels:
+        if np.all(np.asarray(k.flops) == 0):
+            out.append(replace(k, moved=np.asarray(k.moved) / (backward_memory if k.backward else forward_memory)))
+        elif k.backward and np.all(np.asarray(k.gathered) == 0):
+            out.append(replace(k, flops=np.asarray(k.flops) / attention))
+        else:
+            out.append(k)
+    return out
+
+
+def memory_bound_factors(calibration: Calibration) -> dict[str, float]:
+    """Factors on the copy ceiling for the forward and backward memory-bound kernels, and on the
+    backward ceiling for flash-attention's backward, that best fit the device-bound GPT-block
+    sequences (forward and forward + backward; robust soft-L1 least squares on log-ratios, every
+    other parameter of ``calibration`` kept). 1 means the ceiling as priced. Needs scipy."""
+    from scipy.optimize import least_squares
+
+    data = []
+    for row in block_rows():
+        for passes, key in (("forward", "fwd_s"), ("training", "fwd_bwd_s")):
+            kernels = gpt_block_kernels(row["h"], row["heads"], row["tp"], row["mb"], row["seq"], passes)
+            seconds = float(isolated_seconds(calibration, kernels))
+            device = sum(float(kernel_seconds(calibration, k)) for k in kernels)
+            if seconds - device < DEVICE_BOUND * seconds:
+                data.append((kernels, row[key]))
+
+    def residuals(x):
+        return [np.log(float(isolated_seconds(calibration, _scaled(k, *x))) / measured) for k, measured in data]
+
+    fit = least_squares(residuals, np.ones(3), bounds=(0.05, 5.0), loss="soft_l1", f_scale=0.1)
+    return {"sequences": len(data), **dict(zip(("forward_memory", "backward_memory", "attention_backward"),
+                                               map(float, fit.x)))}
