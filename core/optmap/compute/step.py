@@ -73,8 +73,8 @@ class StepModel:
     """Per node (a contraction or merge layer) what one training step runs on its shard.
 
     Arrays are indexed like ``names``. ``forward_bytes`` / ``backward_bytes`` are the element-wise
-    bytes per sample at the node's full output width (its own merge, the layers it owns, the loss
-    at the last node) and ``*_kernels`` their kernels.
+    bytes per sample at the node's full output width (its own merge or bias, the layers it owns,
+    the loss at the last node) and ``*_kernels`` their kernels.
     """
 
     names: tuple[str, ...]
@@ -141,9 +141,9 @@ class StepModel:
         """Cast kernels per node and direction: one per weight tensor under mixed precision."""
         return (1.0 + self.bias) if self.cast_bytes else np.zeros_like(self.bias)
 
-    def transform_seconds(self, accelerator: Accelerator, batch, d_in, d_out, params):
+    def transform_seconds(self, accelerator: Accelerator, batch, d_in, d_out, weights):
         """(forward, backward) device seconds of cuDNN's NCHW-to-NHWC transforms (:mod:`optmap.compute.layout`)."""
-        moved = transposed_elements(batch * d_in * self.in_hw, batch * d_out * self.out_hw, params)
+        moved = transposed_elements(batch * d_in * self.in_hw, batch * d_out * self.out_hw, weights)
         size = 2 * dtype_bytes(self.dtype)  # each transform reads and writes its operand
         backward = moved["weight_grad"] + np.where(self.first, 0.0, moved["backward_data"])
         kernels = TRANSFORM_KERNELS * np.where(self.first, 1, 2)
