@@ -41,6 +41,7 @@ GROUPS = ("H100 dense", "H100 MoE", "B200 / GB200")
 BARS = {"H100 dense": (10.0, 25.0), "H100 MoE": (20.0, 35.0)}  # issue 25: mean / max error, percent
 # a published decision the cost model may lack, and the value that means "not used"
 NEUTRAL = {"context_parallel": 1, "expert_parallel": 1, "fsdp": False}
+STATUS_CHARS = 160  # the page cuts longer messages (the JSON keeps them whole)
 
 
 def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
@@ -85,8 +86,11 @@ def predict(run: heldout.HeldOutRun) -> dict:
     model, space = problem.cost_model, problem.space
     allowed = {v.name: np.array([v.pinned] if v.is_pinned else list(v.choices), dtype=object) for v in space.variables}
     values, cols = plan_table(model, allowed)
-    if not len(cols.get("time", ())):
-        row["status"] = "not yet modelled: no plan satisfies Megatron's rules with the published layout"
+    if not len(cols.get("time", ())):  # the engine's own words for why the layout has no plan
+        try:
+            optmap.solve(problem)
+        except optmap.OptmapError as exc:
+            row["status"] = f"not yet modelled: {exc}"
         return row
     feasible = np.asarray(cols["feasible"], bool)
     pool = np.flatnonzero(feasible) if feasible.any() else np.arange(len(feasible))
@@ -140,7 +144,7 @@ def render(rows: list[dict], groups: list[dict]) -> str:
                  + (" fsdp" if lay.get("fsdp") else ""))
         pred = f"{r['predicted_s']:.2f}" if r["predicted_s"] is not None else "—"
         err = f"{r['error_percent']:+.1f} %" if r["error_percent"] is not None else "—"
-        status = r["status"] if r["status"] != "predicted" else "predicted"
+        status = r["status"] if len(r["status"]) <= STATUS_CHARS else r["status"][:STATUS_CHARS] + " …"
         lines.append(f"| {r['label']} | {r['gpus']:,} | {r['gbs']:,} × {r['seq_len']:,} | {shape} | "
                      f"{r['measured_s']:.3f} | {pred} | {err} | {_plan(r)} | {_cell(status)} |")
     table = "\n".join(lines)
