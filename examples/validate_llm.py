@@ -134,6 +134,25 @@ def _plan(row: dict) -> str:
     return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "")
 
 
+def worst_runs(rows: list[dict], group: str = "H100 dense", n: int = 3) -> str:
+    """The time breakdown of the ``n`` priced runs of ``group`` furthest from their measured time."""
+    priced = sorted((r for r in rows if r["group"] == group and r["error_percent"] is not None),
+                    key=lambda r: -abs(r["error_percent"]))[:n]
+    if not priced:
+        return "(no priced run in this group)"
+    parts = list(dict.fromkeys(part for r in priced for part in r["breakdown"]))
+    lines = ["| part | " + " | ".join(_cell(r["label"]) for r in priced) + " |",
+             "|---|" + "---:|" * len(priced)]
+    for part in parts:
+        cells = [f"{r['breakdown'].get(part, 0.0):.2f} s ({100 * r['breakdown'].get(part, 0.0) / r['predicted_s']:.0f} %)"
+                 for r in priced]
+        lines.append(f"| {part} | " + " | ".join(cells) + " |")
+    lines.append("| **predicted** | " + " | ".join(f"**{r['predicted_s']:.2f} s**" for r in priced) + " |")
+    lines.append("| measured | " + " | ".join(f"{r['measured_s']:.2f} s" for r in priced) + " |")
+    lines.append("| planner's choice | " + " | ".join(_plan(r) for r in priced) + " |")
+    return "\n".join(lines)
+
+
 def render(rows: list[dict], groups: list[dict]) -> str:
     lines = ["| run | GPUs | GBS × seq | t·p·c·e·d / mb / v | measured s | predicted s | error | planner's choice "
              "| status |", "|---|---:|---|---|---:|---:|---:|---|---|"]
@@ -156,6 +175,7 @@ def render(rows: list[dict], groups: list[dict]) -> str:
         head.append(f"| {g['group']} | {g['runs']} | {g['priced']} | {g['feasible']} | {mean} | {worst} | {g['bar']} |")
     sources = "\n".join(f"- `{key}`: {title}, <{url}>" for key, (title, url) in heldout.SOURCES.items())
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", "\n".join(head)).replace("{{TABLE}}", table)
+            .replace("{{WORST}}", worst_runs(rows))
             .replace("{{SOURCES}}", sources))
 
 
