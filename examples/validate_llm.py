@@ -125,7 +125,7 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _plan(row: dict) -> str:
+def planner_choice(row: dict) -> str:
     p = row["plan"]
     if not p:
         return ""
@@ -149,7 +149,7 @@ def worst_runs(rows: list[dict], group: str = "H100 dense", n: int = 3) -> str:
         lines.append(f"| {part} | " + " | ".join(cells) + " |")
     lines.append("| **predicted** | " + " | ".join(f"**{r['predicted_s']:.2f} s**" for r in priced) + " |")
     lines.append("| measured | " + " | ".join(f"{r['measured_s']:.2f} s" for r in priced) + " |")
-    lines.append("| planner's choice | " + " | ".join(_plan(r) for r in priced) + " |")
+    lines.append("| planner's choice | " + " | ".join(planner_choice(r) for r in priced) + " |")
     return "\n".join(lines)
 
 
@@ -165,7 +165,7 @@ def render(rows: list[dict], groups: list[dict]) -> str:
         err = f"{r['error_percent']:+.1f} %" if r["error_percent"] is not None else "—"
         status = r["status"] if len(r["status"]) <= STATUS_CHARS else r["status"][:STATUS_CHARS] + " …"
         lines.append(f"| {r['label']} | {r['gpus']:,} | {r['gbs']:,} × {r['seq_len']:,} | {shape} | "
-                     f"{r['measured_s']:.3f} | {pred} | {err} | {_plan(r)} | {_cell(status)} |")
+                     f"{r['measured_s']:.3f} | {pred} | {err} | {planner_choice(r)} | {_cell(status)} |")
     table = "\n".join(lines)
     head = ["| group | runs | priced | feasible | mean \\|error\\| | max \\|error\\| | issue 25's bar |",
             "|---|---:|---:|---:|---:|---:|---|"]
