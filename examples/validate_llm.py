@@ -14,8 +14,9 @@ decision for is pinned only where it departs from what the model assumes without
 expert parallel 1, no FSDP); pinned there, the planner's own error says what is missing and the
 row reads "not yet modelled". The planner chooses the rest (recomputation, sequence parallelism,
 optimizer sharding, overlap): the fastest feasible plan of the megatron-3d enumeration. When no
-plan of the pinned layout fits in memory the row still gets the fastest plan's time, marked
-infeasible with the memory it needs (a defect of the memory model: the run was measured).
+plan of the pinned layout fits in memory the row still gets a time, that of the plan closest to
+fitting (the least memory), marked infeasible with the memory it needs (a defect of the memory
+model: the run was measured).
 
 Nothing is fitted to these runs: every constant is the shipped one.
 """
@@ -93,8 +94,11 @@ def predict(run: heldout.HeldOutRun) -> dict:
             row["status"] = f"not yet modelled: {exc}"
         return row
     feasible = np.asarray(cols["feasible"], bool)
-    pool = np.flatnonzero(feasible) if feasible.any() else np.arange(len(feasible))
-    i = pool[np.argmin(cols["time"][pool])]
+    if feasible.any():  # the planner's answer: the fastest feasible plan
+        pool = np.flatnonzero(feasible)
+        i = pool[np.argmin(cols["time"][pool])]
+    else:  # none fits: the plan closest to fitting (least memory; then the fastest of those)
+        i = np.lexsort((cols["time"], cols["memory_gib"]))[0]
     plan = {k: v[i].item() for k, v in values.items()}
     plan["recompute"] = RECOMPUTE[int(plan["recompute"])]
     report = model.evaluate(space.mapping(plan))
