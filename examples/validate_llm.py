@@ -80,7 +80,8 @@ def predict(run: heldout.HeldOutRun) -> dict:
            "gbs": run.gbs, "seq_len": run.seq_len, "layout": layout(run), "measured_s": run.measured_s,
            "predicted_s": None, "error_percent": None, "feasible": None, "status": "", "plan": {}, "breakdown": {}}
     try:
-        problem = optmap.build_problem(spec(run, pins(run)))
+        row["fix"] = pins(run)  # what `optmap run … --fix NAME=VALUE` would pin
+        problem = optmap.build_problem(spec(run, row["fix"]))
     except optmap.OptmapError as exc:
         row["status"] = f"not yet modelled: {exc}"
         return row
