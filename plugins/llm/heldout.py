@@ -13,7 +13,9 @@ TFLOP/s per GPU, kept for reference). The iteration time is derived from them, n
     iteration time = GBS × sequence length / (tokens/s/GPU × GPUs)
 
 and the data-parallel size is the rest of the GPUs, GPUs / (TP × PP × CP), as Megatron-Core
-counts it (expert parallelism is carved out of data × context parallelism, not added). A table's
+counts it (expert parallelism is carved out of the other ranks, not added: Megatron-Core's MoE
+parallel folding needs EP × expert-TP to divide TP × DP × CP; the Qwen3-235B H100 runs, TP 2,
+DP 16, EP 32, need expert-TP 1 and the folding over TP). A table's
 "VP 1" or "n/a" is no interleaving; "FSDP 0" is DDP; FSDP > 0 (a sharding group size) is
 Megatron-FSDP; a table without an FSDP column leaves it unstated (not pinned).
 
