@@ -8,6 +8,7 @@ through the source's FLOP count, which catches a mistyped figure or a wrong mode
 
 import json
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,9 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
 def test_the_script_on_two_runs(tmp_path):
     out, js = tmp_path / "page.md", tmp_path / "rows.json"
     labels = ["LLAMA2-7B FP8 8 H100 (nemo-24.07)", "Qwen3-30B-A3B FP8-CS 16 H100 (bridge-25.11)"]
-    assert validate_llm.main(["--match", labels[0], "--match", labels[1], "--out", str(out), "--json", str(js)]) == 0
+    problems = tmp_path / "problems"
+    assert validate_llm.main(["--match", labels[0], "--match", labels[1], "--out", str(out), "--json", str(js),
+                              "--problems", str(problems)]) == 0
     data = json.loads(js.read_text())
     dense, moe = data["rows"]
     assert dense["label"] == labels[0] and moe["label"] == labels[1]
@@ -98,6 +101,17 @@ def test_the_script_on_two_runs(tmp_path):
         assert "moe" in moe["status"] or "expert_parallel" in moe["status"]
     h100 = {g["group"]: g for g in data["summary"]}["H100 dense"]
     assert h100["runs"] == 1 and h100["mean_abs_error_percent"] == pytest.approx(abs(dense["error_percent"]))
+    # each problem file is the run's problem with its whole published layout pinned
+    files = sorted(problems.glob("*.toml"))
+    assert [f.name for f in files] == ["llama2-7b-fp8-8-h100-nemo-24.07.toml",
+                                       "qwen3-30b-a3b-fp8-cs-16-h100-bridge-25.11.toml"]
+    for run, path in zip((_run(labels[0]), _run(labels[1])), files):
+        table = tomllib.loads(path.read_text())
+        table.pop("description")
+        assert table == validate_llm.spec(run, validate_llm.layout(run))
+    assert tomllib.loads(files[0].read_text())["fix"] == {
+        "tensor_parallel": 1, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
+        "data_parallel": 8, "microbatch_size": 1, "interleaving": 1}  # NeMo 24.07: TP 1, PP 1, CP 1, VP 1 on 8 GPUs
     text = out.read_text()
     assert labels[0] in text and "{{" not in text and "Nothing on this page was fitted" in text
 
