@@ -1,0 +1,122 @@
+"""The held-out runs of today's LLM training (optmap.plugins.llm.heldout) and examples/validate_llm.py.
+
+The data are checked three ways: the layouts are consistent (the GPUs and the batch divide as
+Megatron-Core requires), the derived iteration times equal hand computations from the published
+tables, and each dense row's two published figures (tokens/s/GPU and model TFLOP/s/GPU) agree
+through the source's FLOP count, which catches a mistyped figure or a wrong model configuration.
+"""
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from optmap.host import load_host
+from optmap.plugins.llm import heldout
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "examples"))
+
+import validate_llm  # noqa: E402
+
+
+def _run(label: str) -> heldout.HeldOutRun:
+    (run,) = [r for r in heldout.runs() if r.label == label]
+    return run
+
+
+def test_every_row_names_known_things_and_a_consistent_layout():
+    runs = heldout.runs()
+    assert len(runs) >= 40 and len({r.label for r in runs}) == len(runs)
+    for r in runs:
+        assert r.source in heldout.SOURCES and r.model in heldout.MODELS, r.label
+        assert r.system in heldout.SYSTEMS and r.precision in heldout.PRECISIONS, r.label
+        assert r.gpus % (r.tp * r.pp * r.cp) == 0, r.label  # data parallel is a whole number
+        assert r.gbs % (r.dp * r.mbs) == 0, r.label  # every data-parallel rank runs whole micro-batches
+        # Megatron-Core carves EP out of the other ranks: ep · etp divides tp · dp · cp (etp >= 1)
+        assert (r.tp * r.dp * r.cp) % r.ep == 0, r.label
+        assert r.moe or r.ep == 1, r.label  # dense models have no expert parallelism
+    groups = {r.group for r in runs}
+    assert groups == set(validate_llm.GROUPS)
+
+
+@pytest.mark.parametrize("label, seconds", [
+    # NeMo 24.07 table: 128 × 4,096 tokens / (1,728 tokens/s/GPU × 64 GPUs) = 524,288 / 110,592
+    ("LLAMA2-70B FP8 64 H100 (nemo-24.07)", 4.7407),
+    # 2,048 × 2,048 / (825 × 512) = 4,194,304 / 422,400
+    ("GPT3-175B FP8 512 H100 (nemo-24.07)", 9.9297),
+    # Bridge 25.11 H100: 512 × 8,192 / (292 × 1,024) = 4,194,304 / 299,008
+    ("LLAMA3.1-405B FP8-CS 1024 H100 (bridge-25.11)", 14.0274),
+    # Bridge 26.02 H100: 8,192 × 4,096 / (1,633 × 256) = 33,554,432 / 418,048
+    ("Qwen3-235B-A22B FP8 256 H100 (bridge-26.02)", 80.2645),
+    # Bridge 25.11 GB200, the FP8-MX figure in parentheses: 128 × 8,192 / (29,789 × 8) = 1,048,576 / 238,312
+    ("LLAMA3-8B FP8-MX 8 GB200 (bridge-25.11)", 4.4000),
+])
+def test_iteration_time_is_the_published_throughput_by_hand(label, seconds):
+    assert _run(label).measured_s == pytest.approx(seconds, abs=5e-5)
+
+
+def test_data_parallel_size_is_what_tp_pp_cp_leave():
+    run = _run("LLAMA3-70B FP8 64 H100 (nemo-24.07)")  # 64 GPUs, TP 4, PP 4, CP 2 → DP 2
+    assert run.dp == 2
+    run = _run("Qwen3-235B-A22B FP8-CS 256 H100 (bridge-25.11)")  # 256 / (TP 2 · PP 8 · CP 1) = 16
+    assert run.dp == 16 and run.ep == 32  # EP 32 (expert TP 1) spans tp · dp · cp = 32 ranks
+
+
+@pytest.mark.parametrize("run", [r for r in heldout.runs() if not r.moe], ids=lambda r: r.label)
+def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
+    """Model FLOPs per token = published TFLOP/s ÷ tokens/s. NeMo 24.07 counts 3 × the forward
+    with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
+    included); Megatron-Bridge counts causal attention, half of the two s × s GEMMs. Every dense
+    row agrees within 0.2 %: the model configuration and both figures are copied right."""
+    cfg = load_host().build("workload", "transformer", options={
+        **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs, "dtype": "bf16"}).config
+    forward = cfg.flops_fwd()  # per sequence: layers, attention core and logits
+    if run.source != "nemo-24.07":
+        forward -= cfg.layers * 2.0 * cfg.seq_len**2 * cfg.inner  # causal: half of QKᵀ and ·V (4 s² inner)
+    per_token = 3.0 * forward / run.seq_len
+    assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=2e-3)
+
+
+def test_the_script_on_two_runs(tmp_path):
+    out, js = tmp_path / "page.md", tmp_path / "rows.json"
+    labels = ["LLAMA2-7B FP8 8 H100 (nemo-24.07)", "Qwen3-30B-A3B FP8-CS 16 H100 (bridge-25.11)"]
+    problems = tmp_path / "problems"
+    assert validate_llm.main(["--match", labels[0], "--match", labels[1], "--out", str(out), "--json", str(js),
+                              "--problems", str(problems)]) == 0
+    data = json.loads(js.read_text())
+    dense, moe = data["rows"]
+    assert dense["label"] == labels[0] and moe["label"] == labels[1]
+    assert dense["measured_s"] == pytest.approx(128 * 4096 / (16934 * 8))  # 3.870 s
+    assert dense["predicted_s"] > 0
+    assert dense["status"] == "predicted" or dense["status"].startswith("infeasible in the model: ")
+    assert dense["error_percent"] == pytest.approx(100 * (dense["predicted_s"] / dense["measured_s"] - 1))
+    assert dense["plan"]["tensor_parallel"] == 1 and dense["plan"]["data_parallel"] == 8  # the pins held
+    assert sum(dense["breakdown"].values()) == pytest.approx(dense["predicted_s"], rel=1e-6)
+    # the MoE run: predicted once the model has MoE and expert parallelism, else the planner's own error
+    assert moe["predicted_s"] is not None or moe["status"].startswith("not yet modelled: ")
+    if moe["predicted_s"] is None:
+        assert "moe" in moe["status"] or "expert_parallel" in moe["status"]
+    h100 = {g["group"]: g for g in data["summary"]}["H100 dense"]
+    assert h100["runs"] == 1 and h100["mean_abs_error_percent"] == pytest.approx(abs(dense["error_percent"]))
+    # each problem file is the run's problem with its whole published layout pinned
+    files = sorted(problems.glob("*.toml"))
+    assert [f.name for f in files] == ["llama2-7b-fp8-8-h100-nemo-24.07.toml",
+                                       "qwen3-30b-a3b-fp8-cs-16-h100-bridge-25.11.toml"]
+    for run, path in zip((_run(labels[0]), _run(labels[1])), files):
+        table = tomllib.loads(path.read_text())
+        table.pop("description")
+        assert table == validate_llm.spec(run, validate_llm.layout(run))
+    assert tomllib.loads(files[0].read_text())["fix"] == {
+        "tensor_parallel": 1, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
+        "data_parallel": 8, "microbatch_size": 1, "interleaving": 1}  # NeMo 24.07: TP 1, PP 1, CP 1, VP 1 on 8 GPUs
+    text = out.read_text()
+    assert labels[0] in text and "{{" not in text and "Nothing on this page was fitted" in text
+
+
+def test_no_matching_run_is_one_line_and_exit_2(capsys, tmp_path):
+    assert validate_llm.main(["--match", "no-such-model", "--out", str(tmp_path / "x.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no held-out run matches") and err.count("\n") == 1
