@@ -81,6 +81,8 @@ def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes
     for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", d == 1), ("dp_overlap", d == 1)):
         if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
             distinct = distinct & ~(inert & values[name].astype(bool))
+    if model.config.moe is not None:  # MoE with t > 1 needs sequence parallelism (:mod:`.moe`)
+        distinct = distinct & ~((t > 1) & ~values["sequence_parallel"].astype(bool))
     return values, cols, distinct
 
 

@@ -265,7 +265,8 @@ class Megatron3DCostModel(CostModel):
         bad = self.validity(plans)
         invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["experts"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
-        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp)})
+        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
+                               "ep": np.where(bad["experts"], 1.0, plans.ep)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
                               linear=self.linear_device)
         out["feasible"] = out["feasible"] & ~invalid
