@@ -238,3 +238,30 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "deepspeed.moe.layer.MoE(hidden_size=4096, num_experts=8, ep_size=8, k=2)" in err
     assert "shared_experts = 2" in err
+
+
+@pytest.mark.parametrize("etp", [1, 2])
+def test_expert_groups_placed_as_megatron_core_ranks_them(etp):
+    # brute force over Megatron-Core's expert rank layout (parallel_state: order tp-cp-ep-dp-pp with
+    # tp = etp): ranks [stage, expert-data replica, expert shard, etp shard] fill 8-GPU nodes in order;
+    # an EP group's all-to-all is limited by its node with the fewest members (ep when inside a node)
+    from optmap.plugins.hardware.accelerators import A100
+    from optmap.plugins.llm.cluster import dgx_h100, expert_links
+    from optmap.system import GroupSpec
+
+    system = dgx_h100([GroupSpec(A100, 128)])  # the links are the topology's; the GPU kind does not matter
+    for t, d, p, ep in ((1, 16, 2, 8), (1, 32, 2, 16), (2, 16, 2, 16), (4, 4, 4, 4), (1, 8, 4, 2), (8, 4, 2, 32)):
+        if (t * d) % (ep * etp):
+            continue
+        edp = t * d // (ep * etp)
+        ranks = np.arange(t * d * p).reshape(p, edp, ep, etp)
+        groups = ranks.transpose(0, 1, 3, 2).reshape(-1, ep)
+        spanning = [np.unique(g // 8, return_counts=True)[1].min() for g in groups if len(np.unique(g // 8)) > 1]
+        want = min(spanning) if spanning else ep
+        links = expert_links(system, t, d, p, ep, etp)
+        assert float(links["ep_members"]) == want, (t, d, p, ep)
+        assert float(links["ep_inter_bw"]) == (50e9 if spanning else np.inf)
+        data = ranks.transpose(0, 2, 3, 1).reshape(-1, edp)  # expert-data-parallel groups
+        counts = [np.unique(g // 8, return_counts=True)[1].min() for g in data if len(np.unique(g // 8)) > 1]
+        want_bw = np.inf if edp == 1 else (min(450e9, min(counts) * 50e9) if counts else 450e9)
+        assert float(links["edp_bw"]) == want_bw, (t, d, p, ep)
