@@ -139,6 +139,8 @@ PRESETS: dict[str, TransformerConfig] = {
 }
 
 # Presets refused with a reason (one line): architectures this model does not represent honestly.
+# DeepSeek-V3's MoE sizes (deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json): 256 routed
+# experts of moe_inter_dim 2048, 8 activated, 1 shared, the first 3 layers dense.
 REFUSED = {
     "deepseek-v3": "DeepSeek-V3's multi-head latent attention (low-rank compressed keys and values) is not "
                    "modelled; give its sizes explicitly with [workload.moe] (experts = 256, top_k = 8, d_ff = 2048, "

@@ -1,6 +1,7 @@
 """Mixture-of-experts: the [workload.moe] table, published parameter counts, expert parallelism's
 all-to-all and memory by hand, validity, the engine's enumeration and the launch flags."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -8,14 +9,14 @@ import pytest
 
 from optmap.cli import main
 from optmap.errors import OptmapError
-from optmap.plugins.llm import moe
-from optmap.plugins.llm.model import DECISIONS
+from optmap.plugins.llm import moe, timing
+from optmap.plugins.llm.engine import plan_table
+from optmap.plugins.llm.model import DECISIONS, Megatron3DCostModel
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.transformer.workload import transformer
 from optmap.problem import build_problem
 
 from test_llm_engine import _allowed, _brute_force
-from optmap.plugins.llm.engine import plan_table
 
 
 def problem(preset="mixtral-8x7b", gpus=64, batch=256, moe_table=None, **cost):
@@ -265,3 +266,19 @@ def test_expert_groups_placed_as_megatron_core_ranks_them(etp):
         counts = [np.unique(g // 8, return_counts=True)[1].min() for g in data if len(np.unique(g // 8)) > 1]
         want_bw = np.inf if edp == 1 else (min(450e9, min(counts) * 50e9) if counts else 450e9)
         assert float(links["edp_bw"]) == want_bw, (t, d, p, ep)
+
+
+def test_parts_add_up_and_an_all_dense_moe_table_prices_as_the_dense_model():
+    m = problem().cost_model
+    cols = columns(m, plan(recompute="selective", dp_overlap=True))
+    assert sum(cols[k] for k in timing.PARTS) == pytest.approx(cols["time"], rel=1e-12)
+    # every layer dense (dense_layers = layers): no expert, router or all-to-all is left, so the plan
+    # costs what the same model without a [workload.moe] table costs
+    all_dense = problem(moe_table={"dense_layers": 32}).cost_model
+    workload = transformer(batch=256, preset="mixtral-8x7b", dtype="bf16")
+    plain = Megatron3DCostModel(dataclasses.replace(workload, config=workload.config.with_(moe=None)),
+                                all_dense.system)
+    one = plan(expert_parallel=1, recompute="selective")
+    got, want = columns(all_dense, one), columns(plain, one)
+    for key in ("time", "memory", *timing.PARTS):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15), key
