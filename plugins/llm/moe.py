@@ -41,13 +41,14 @@ import dataclasses
 
 import numpy as np
 from optmap import collectives as coll
+from optmap.errors import OptmapError
 from optmap.workload import moe as moe_mlp
 from optmap.workload.transformer import TransformerConfig
 
 from . import memory
 
 ACT_BYTES = 2.0  # 16-bit tokens on the wire and in HBM
-ROUTER_BYTES = 4.0  # fp32 router logits and probabilities (Megatron-Core --moe-router-dtype fp32)
+ROUTER_BYTES = 4.0  # fp32 router scores (Megatron-Core moe_utils.py: torch.softmax(logits, dtype=torch.float32))
 
 
 def moe_fraction(cfg: TransformerConfig) -> float:
@@ -178,8 +179,6 @@ def blend(cfg: TransformerConfig, dense, sparse):
 
 def check_options(cfg: TransformerConfig, etp: int, imbalance: float) -> None:
     """Refuse, in one line, MoE cost options that cannot hold for ``cfg``."""
-    from optmap.errors import OptmapError
-
     if imbalance < 1.0:
         raise OptmapError(f"[cost] moe_load_imbalance must be >= 1 (the busiest rank's tokens over the balanced "
                           f"share), got {imbalance}")
