@@ -29,7 +29,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from optmap.bounds import Fraction, NonNegative, ints
+from optmap.bounds import Fraction, NonNegative, floats, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.workload.transformer import TransformerWorkload
@@ -98,7 +98,7 @@ class Megatron3DCostModel(CostModel):
         fp8_gemm_efficiency: Fraction | None = None,
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
-        moe_load_imbalance: float = 1.0,
+        moe_load_imbalance: floats(1.0) = 1.0,
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as

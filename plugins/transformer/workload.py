@@ -44,7 +44,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Literal
 
-from optmap.bounds import Batch, Depth, Dimension
+from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
 from optmap.workload.moe import MoEConfig
@@ -233,7 +233,7 @@ def transformer(
     max_positions: Dimension | None = None,
     tied_output: bool | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
-    moe: dict[str, int] | None = None,
+    moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
 ) -> TransformerWorkload:
     """Transformer stack (encoder, decoder, decoder-only, encoder-decoder) from a preset or explicit sizes.
 
