@@ -1,4 +1,6 @@
-"""Speed of the megatron-3d planner: Turing-NLG 530B on 5,128 A100s (batch 2,520), every valid plan.
+"""Speed of the megatron-3d planner: Turing-NLG 530B on 5,128 A100s (batch 2,520), every valid plan;
+with ``--problem qwen3``, Qwen3-235B-A22B (mixture of experts) on 2,048 H100s, every decision free
+(expert_parallel included; issue 25's target: under 2 s whole process).
 
 Prints, for the whole ``optmap run`` process (median of ``--repeat`` runs after one warm-up run
 that also writes the bytecode caches), its wall time and its CPU time (user + system, which a
@@ -7,7 +9,7 @@ Calculon's exhaustive search of the same question takes about 23 s); then, in pr
 time of each phase (imports, building the problem, the search, the report) and the plans the
 search scores per second.
 
-    python benchmarks/bench_llm.py [--repeat 5] [--gpus 5128]
+    python benchmarks/bench_llm.py [--repeat 5] [--gpus 5128] [--problem turing|qwen3]
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBLEM = ROOT / "problems" / "llm" / "turing-530b.toml"
+PROBLEMS = {"turing": (ROOT / "problems" / "llm" / "turing-530b.toml", 5128, "turing-530b", "A100s"),
+            "qwen3": (ROOT / "problems" / "llm" / "qwen3-235b-a22b.toml", 2048, "qwen3-235b-a22b", "H100s")}
 
 
 def whole_run(command: list[str], env: dict) -> tuple[float, float]:
@@ -36,7 +39,7 @@ def whole_run(command: list[str], env: dict) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def phases(overrides: list[str], out: Path) -> dict[str, float]:
+def phases(problem_file: Path, overrides: list[str], out: Path) -> dict[str, float]:
     """CPU seconds of the phases of an ``optmap run``, in this process (imports first)."""
     clock = time.process_time
     marks = {"start": clock()}
@@ -48,7 +51,7 @@ def phases(overrides: list[str], out: Path) -> dict[str, float]:
     from rich.console import Console
 
     marks["imports"] = clock()
-    problem = load(PROBLEM, overrides)
+    problem = load(problem_file, overrides)
     marks["problem"] = clock()
     result = solve(problem)
     marks["search"] = clock()
@@ -64,20 +67,23 @@ def phases(overrides: list[str], out: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--gpus", type=int, default=5128)
+    parser.add_argument("--gpus", type=int, default=None, help="GPU count (default: the problem's)")
+    parser.add_argument("--problem", choices=sorted(PROBLEMS), default="turing")
     args = parser.parse_args()
-    overrides = [f"system.groups.0.count={args.gpus}"]
+    path, default_gpus, label, kind = PROBLEMS[args.problem]
+    gpus = args.gpus or default_gpus
+    overrides = [f"system.groups.0.count={gpus}"]
     out = Path(tempfile.mkdtemp()) / "result.json"
     optmap = Path(sys.executable).with_name("optmap")
-    command = [str(optmap), "run", str(PROBLEM), "--set", overrides[0], "--quiet", "--json", str(out)]
+    command = [str(optmap), "run", str(path), "--set", overrides[0], "--quiet", "--json", str(out)]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as installed: with .pyc
     whole_run(command, env)  # warm-up: bytecode caches, file-system caches
     runs = [whole_run(command, env) for _ in range(args.repeat)]
     walls, cpus = zip(*runs)
-    print(f"optmap run turing-530b on {args.gpus:,} A100s, whole process over {args.repeat} runs: "
+    print(f"optmap run {label} on {gpus:,} {kind}, whole process over {args.repeat} runs: "
           f"wall median {statistics.median(walls):.2f} s (min {min(walls):.2f}), "
           f"CPU median {statistics.median(cpus):.2f} s (min {min(cpus):.2f})")
-    sample = [phases(overrides, out) for _ in range(args.repeat)]
+    sample = [phases(path, overrides, out) for _ in range(args.repeat)]
     cost = {k: statistics.median(s[k] for s in sample) for k in sample[0]}
     print(f"in process, CPU seconds: imports {sample[0]['imports']:.3f} (once), then medians: "
           + ", ".join(f"{k} {cost[k]:.3f}" for k in ("problem", "search", "report")))

@@ -27,8 +27,8 @@ from optmap.search import Evaluator, SearchEngine
 from . import memory, stages
 from .model import DECISIONS, SWITCHES, Megatron3DCostModel
 
-SHAPE = DECISIONS[:5]  # tensor, pipeline, data, micro-batch, interleaving
-AXES = ("recompute", *SWITCHES)  # the axes each shape is broadcast over
+SHAPE = (*DECISIONS[:5], "expert_parallel")  # tensor, pipeline, data, micro-batch, interleaving, expert
+AXES = ("recompute", *SWITCHES)  # the axes each shape is broadcast over (expert_parallel is a shape)
 
 
 def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -41,7 +41,7 @@ def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Index arrays (into ``allowed``) of every valid (t, p, d, b, v) shape, one entry per shape."""
+    """Index arrays (into ``allowed``) of every valid (t, p, d, b, v, ep) shape, one entry per shape."""
     c = {k: allowed[k].astype(float) for k in SHAPE}
     it, ip, id_ = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
                                                   np.arange(len(c["pipeline_parallel"])),
@@ -57,7 +57,12 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
     ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(m, p)[:, None] == 0))
     ok &= stages.split(model.config.layers, p[:, None], vs[None, :], model.options.uneven_stages).valid
     r, iv = np.nonzero(ok)
-    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv)))
+    it, ip, id_, ib = it[r], ip[r], id_[r], ib[r]
+    # expert parallelism (:mod:`.moe`): ep·etp divides each stage's t·d GPUs
+    td = c["tensor_parallel"][it] * c["data_parallel"][id_]
+    etp = model.options.expert_tensor_parallel
+    r, ie = np.nonzero(np.mod(td[:, None], c["expert_parallel"][None, :] * etp) == 0)
+    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ie)))
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
@@ -69,12 +74,15 @@ def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes
         shape[axis] = len(allowed[name])
         raw = [memory.RECOMPUTE.index(r) for r in allowed[name]] if name == "recompute" else list(allowed[name])
         values[name] = np.array(raw).reshape(shape)
+    values = {k: values[k] for k in DECISIONS}  # the space's order
     cols = model.score(model.plan_arrays(values))
     t, d = values["tensor_parallel"], values["data_parallel"]
     distinct = np.ones((S, 1, 1, 1, 1), bool)
     for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", d == 1), ("dp_overlap", d == 1)):
         if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
             distinct = distinct & ~(inert & values[name].astype(bool))
+    if model.config.moe is not None:  # MoE with t > 1 needs sequence parallelism (:mod:`.moe`)
+        distinct = distinct & ~((t > 1) & ~values["sequence_parallel"].astype(bool))
     return values, cols, distinct
 
 
@@ -186,9 +194,9 @@ class Megatron3DSearch(SearchEngine):
     @staticmethod
     def _vectors(allowed, shapes, where) -> np.ndarray:
         """The space vectors (choice indices) of plans at grid positions ``where`` (unravelled)."""
-        codes = [allowed[k][1][shapes[k][where[0]]] for k in SHAPE]
-        codes += [allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)]
-        return np.column_stack(codes).astype(float)
+        codes = {k: allowed[k][1][shapes[k][where[0]]] for k in SHAPE}
+        codes.update({name: allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
+        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)  # the space's order
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:

@@ -7,6 +7,11 @@ recomputation, precision and model shape; ``--to deepspeed`` writes the DeepSpee
 ``tensor_parallel.autotp_size``, ...) and names, one note each, what DeepSpeed's config cannot
 express (pipeline stages are built in the model code with ``PipelineModule``; Megatron's
 sequence parallelism, selective recomputation, interleaving and FP8 have no config key).
+Mixture-of-experts models add Megatron-Core's MoE flags (``--num-experts``, ``--moe-router-topk``,
+``--moe-ffn-hidden-size``, ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size``,
+``--moe-shared-expert-intermediate-size``, ``--moe-layer-freq``; its MoE README) with the
+alltoall dispatcher and grouped GEMM the cost model prices; for DeepSpeed the expert parallel
+size is the ``ep_size`` of ``deepspeed.moe.layer.MoE``, built in the model code.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     b, v = plan["microbatch_size"], plan["interleaving"]
     first, middle, last = _layout(model, p, v)
     args: list[tuple[str, object]] = [("--tensor-model-parallel-size", t), ("--pipeline-model-parallel-size", p),
-                                      ("--context-parallel-size", 1), ("--expert-model-parallel-size", 1)]
+                                      ("--context-parallel-size", 1),
+                                      ("--expert-model-parallel-size", plan.get("expert_parallel", 1))]
     even = first == middle == last
     if v > 1 and even:
         args.append(("--num-layers-per-virtual-pipeline-stage", L // (p * v)))
@@ -69,8 +75,25 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--untie-embeddings-and-output-weights", None))
     if not cfg.bias:
         args.append(("--disable-bias-linear", None))
+    args += _moe_flags(model)
     lines = [flag if value is None else f"{flag} {value}" for flag, value in args]
     return " \\\n".join(lines) + "\n", []
+
+
+def _moe_flags(model) -> list[tuple[str, object]]:
+    """Megatron-Core's MoE flags of the model and the cost options the plan was priced with."""
+    moe = model.config.moe
+    if moe is None:
+        return []
+    flags: list[tuple[str, object]] = [
+        ("--num-experts", moe.experts), ("--moe-router-topk", moe.top_k), ("--moe-ffn-hidden-size", moe.d_ff),
+        ("--expert-tensor-parallel-size", int(model.options.expert_tensor_parallel)),
+        ("--moe-token-dispatcher-type", "alltoall"), ("--moe-grouped-gemm", None)]
+    if moe.shared_experts:  # their summed width (Megatron-Core's TransformerConfig)
+        flags.append(("--moe-shared-expert-intermediate-size", moe.shared_width))
+    if moe.dense_layers:  # 0 = dense MLP, 1 = MoE, per layer
+        flags.append(("--moe-layer-freq", f"'([0]*{moe.dense_layers}+[1]*{model.config.moe_layers})'"))
+    return flags
 
 
 def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
@@ -105,7 +128,27 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     if model.recipe.low_precision:
         notes.append(f"dtype = {rec}: no DeepSpeed config key; use Transformer Engine layers in the model "
                      f"(the config trains in bf16)")
+    notes += _moe_notes(model, plan)
     return json.dumps(config, indent=2) + "\n", notes
+
+
+def _moe_notes(model, plan: dict) -> list[str]:
+    """What DeepSpeed's MoE layer takes of a MoE plan, and what it cannot express."""
+    moe = model.config.moe
+    if moe is None:
+        return []
+    ep = plan.get("expert_parallel", 1)
+    notes = [f"expert_parallel = {ep}: not a config key; build each MoE MLP as deepspeed.moe.layer.MoE("
+             f"hidden_size={model.config.d_model}, num_experts={moe.experts}, ep_size={ep}, k={moe.top_k})"]
+    if moe.top_k > 2:
+        notes.append(f"top_k = {moe.top_k}: DeepSpeed's MoE gate supports k = 1 or 2 only")
+    if model.options.expert_tensor_parallel > 1:
+        notes.append(f"expert_tensor_parallel = {int(model.options.expert_tensor_parallel)}: not mapped to "
+                     f"DeepSpeed's MoE layer")
+    if moe.shared_experts:
+        notes.append(f"shared_experts = {moe.shared_experts}: not a DeepSpeed MoE argument; add the shared "
+                     f"MLP beside the MoE layer in the model code")
+    return notes
 
 
 def export(model, plan: dict, target: str) -> tuple[str, list[str]]:

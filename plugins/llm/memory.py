@@ -46,19 +46,31 @@ def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0) -> tup
     s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
     g = gemm_input_bytes
     replicated = (4.0 + 2.0 * g + 2.0) * s * b * h  # LayerNorm inputs, outputs (GEMM inputs), dropout masks
-    mlp = 2.0 * s * b * cfg.mlp_in + g * s * b * cfg.d_ff + (2.0 * s * b * cfg.d_ff if cfg.gated_mlp else 0.0)
+    mlp = mlp_bytes(cfg, cfg.d_ff, s, g, b)
+    if cfg.moe is not None:  # MoE layers: only shared experts are a tensor-parallel MLP (:mod:`.moe`)
+        share = cfg.moe_layers / cfg.layers
+        mlp = (1.0 - share) * mlp + share * mlp_bytes(cfg, cfg.moe.shared_width, s, g, b)
     sharded = 2.0 * s * b * (cfg.inner + 2 * cfg.kv_inner) + g * s * b * cfg.inner + mlp
     scores = 5.0 * a * s * s * b
     return replicated, sharded, scores
 
 
-def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0) -> np.ndarray:
-    """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above)."""
+def mlp_bytes(cfg: TransformerConfig, width, s, g: float, b=1.0):
+    """Activation bytes of an MLP of ``width`` on ``s·b`` tokens: the MLP-in output (2 bytes, gate
+    and up when gated), the MLP-out input (``g`` bytes) and the gated product (2 bytes)."""
+    w_in = (2 if cfg.gated_mlp else 1) * width
+    return 2.0 * s * b * w_in + g * s * b * width + (2.0 * s * b * width if cfg.gated_mlp else 0.0)
+
+
+def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0,
+                      routed=0.0) -> np.ndarray:
+    """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above);
+    ``routed``: what a MoE layer keeps for its routed experts per GPU (:func:`.moe.routed_activations`)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
     rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes)
-    none = rep / rep_div + shard / t + scores / t
-    selective = rep / rep_div + shard / t
+    none = rep / rep_div + shard / t + scores / t + routed
+    selective = rep / rep_div + shard / t + routed
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
     rc = np.asarray(recompute)
     return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, full))

@@ -6,7 +6,9 @@ Decisions (one categorical variable each; the choices are the sizes that can div
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
 device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
 full), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
-and ``dp_overlap`` (gradient reduction overlapped with the backward pass).
+and ``dp_overlap`` (gradient reduction overlapped with the backward pass), and ``expert_parallel``
+(mixture-of-experts models: the experts split over ranks carved out of tensor × data parallelism,
+:mod:`.moe`; only 1 for a dense model).
 
 A plan is valid when tensor × pipeline × data GPUs fit in the system (``use_all_gpus``: equal
 it), data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
@@ -27,7 +29,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from optmap.bounds import Fraction, NonNegative, ints
+from optmap.bounds import Fraction, NonNegative, floats, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.workload.transformer import TransformerWorkload
@@ -37,20 +39,20 @@ from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
 from . import export as launch
-from . import memory, precision, stages, timing
-from .cluster import plan_links
+from . import memory, moe, precision, stages, timing
+from .cluster import expert_links, plan_links
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
 MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
 DECISIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "microbatch_size", "interleaving",
-             "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap")
+             "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap", "expert_parallel")
 SWITCHES = ("sequence_parallel", "optimizer_sharding", "dp_overlap")
 PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": "recomputation",
                "tp_comm_s": "tensor-parallel communication", "embedding_logits_s": "embedding, logits and loss",
                "pp_comm_s": "stage transfers", "bubble_s": "pipeline bubble",
                "grad_accumulation_s": "gradient accumulation", "dp_comm_s": "data-parallel reduction",
-               "optimizer_s": "optimizer step"}
+               "optimizer_s": "optimizer step", "ep_comm_s": "expert-parallel all-to-all"}
 MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
                  "memory_gradients": "gradients (fp32)",
                  "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
@@ -95,6 +97,8 @@ class Megatron3DCostModel(CostModel):
         memory_efficiency: Fraction | None = None,
         fp8_gemm_efficiency: Fraction | None = None,
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
+        expert_tensor_parallel: ints(1, 4096) = 1,
+        moe_load_imbalance: floats(1.0) = 1.0,
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -116,7 +120,11 @@ class Megatron3DCostModel(CostModel):
         ``uneven_stages`` which splits of
         the layers over pipeline stages a plan may use (``balanced``: even, or first and last
         stages one layer short where embedding and loss count as layers; ``any``: also any
-        pipeline size up to the layers; ``never``: even only; :mod:`.stages`)."""
+        pipeline size up to the layers; ``never``: even only; :mod:`.stages`);
+        mixture-of-experts models (:mod:`.moe`): ``expert_tensor_parallel`` ranks split each
+        expert's width (Megatron-Core ``--expert-tensor-parallel-size``; 1, as its MoE guide
+        recommends for fine-grained experts) and ``moe_load_imbalance`` (>= 1) the busiest expert
+        rank's tokens over the balanced share (1: balanced routing)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -147,6 +155,7 @@ class Megatron3DCostModel(CostModel):
                             ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
+        moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance)
         if not system.is_homogeneous:
             raise OptmapError("megatron-3d plans a cluster of one GPU kind; list one [[system.groups]] entry")
         self.workload, self.system, self.config = workload, system, cfg
@@ -190,7 +199,9 @@ class Megatron3DCostModel(CostModel):
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
-                                      gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes)
+                                      gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes,
+                                      expert_tensor_parallel=float(expert_tensor_parallel),
+                                      moe_load_imbalance=float(moe_load_imbalance))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((
@@ -203,6 +214,7 @@ class Megatron3DCostModel(CostModel):
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
+            categorical("expert_parallel", moe.expert_parallel_sizes(cfg, self.n)),
         ))
         # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
         self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
@@ -225,7 +237,7 @@ class Megatron3DCostModel(CostModel):
                             dp=np.asarray(v["data_parallel"], float), mb=np.asarray(v["microbatch_size"], float),
                             vp=np.asarray(v["interleaving"], float), recompute=np.asarray(v["recompute"], np.int64),
                             sp=np.asarray(v["sequence_parallel"], bool), zero=np.asarray(v["optimizer_sharding"], bool),
-                            overlap=np.asarray(v["dp_overlap"], bool))
+                            overlap=np.asarray(v["dp_overlap"], bool), ep=np.asarray(v["expert_parallel"], float))
 
     def validity(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
@@ -237,18 +249,24 @@ class Megatron3DCostModel(CostModel):
             "batch": np.mod(self.batch, d * b) != 0,
             "interleaving": (v > 1) & ((p == 1) | (np.mod(m, p) != 0)),
             "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
+            "experts": moe.invalid(self.config, t, d, plans.ep, plans.sp, self.options.expert_tensor_parallel),
         }
 
     def links(self, plans: timing.Plans) -> timing.Links:
         """Per plan, the links of its TP group, DP group and stage hop (:func:`.cluster.plan_links`)."""
-        return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp))
+        if self.config.moe is None:
+            return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp))
+        return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp),
+                            **expert_links(self.system, plans.tp, plans.dp, plans.pp, plans.ep,
+                                           int(self.options.expert_tensor_parallel)))
 
     def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
-        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"]
+        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["experts"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
-        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp)})
+        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
+                               "ep": np.where(bad["experts"], 1.0, plans.ep)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
                               linear=self.linear_device)
         out["feasible"] = out["feasible"] & ~invalid
@@ -322,6 +340,9 @@ class Megatron3DCostModel(CostModel):
             return (f"pipeline {p} × interleaving {v} = {p * v} model chunks cannot split {self.config.layers} "
                     f"layers with uneven_stages = \"{self.options.uneven_stages}\" (balanced: a divisor of the "
                     f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving)")
+        experts = moe.reason(self.config, plan, int(self.options.expert_tensor_parallel))
+        if experts:
+            return experts
         limit = (self.capacity - self.options.memory_reserve) / GIB
         if cols["memory_gib"] > limit:
             return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
@@ -337,7 +358,9 @@ class Megatron3DCostModel(CostModel):
                          "interleaving": int(values["interleaving"][i]),
                          "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
                          "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
-                         "dp overlap": bool(values["dp_overlap"][i]), "time s": float(cols["time"][i]),
+                         "dp overlap": bool(values["dp_overlap"][i]),
+                         **({"expert": int(values["expert_parallel"][i])} if self.config.moe else {}),
+                         "time s": float(cols["time"][i]),
                          "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
         return rows
 
@@ -359,9 +382,11 @@ class Megatron3DCostModel(CostModel):
             ds = [d for d in choices["data_parallel"] if t * p * d <= self.n]
             if not ds or 1 not in choices["microbatch_size"]:
                 continue
-            plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": max(ds), "microbatch_size": 1,
-                    "interleaving": 1, "recompute": rc, "sequence_parallel": False,
-                    "optimizer_sharding": False, "dp_overlap": False}
+            d = max(ds)  # MoE: the most expert parallelism the replicas allow, sequence parallel (:mod:`.moe`)
+            ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * self.options.expert_tensor_parallel) == 0)
+            plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
+                    "interleaving": 1, "recompute": rc, "sequence_parallel": self.config.moe is not None,
+                    "optimizer_sharding": False, "dp_overlap": False, "expert_parallel": ep}
             mapping = self.space.mapping(plan)
             if self.evaluate(mapping).feasible:
                 return {"megatron": mapping}

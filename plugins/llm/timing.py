@@ -42,6 +42,7 @@ Memory per GPU follows :mod:`.memory`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,12 +50,12 @@ from optmap import collectives as coll
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-from . import memory, stages
+from . import memory, moe, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
 PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
-         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s")
+         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s", "ep_comm_s")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Plans:
     sp: np.ndarray
     zero: np.ndarray
     overlap: np.ndarray
+    ep: np.ndarray = 1.0  # expert parallel size (:mod:`.moe`)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,16 @@ class Links:
     pp_bw: np.ndarray
     pp_lat: np.ndarray
     pp_crosses_nodes: np.ndarray
+    # expert groups (:func:`.cluster.expert_links`; none for a dense model): the EP group's NVLink
+    # and adapter rates, latency and fewest members in a node; the ETP and expert-data-parallel groups
+    ep_intra_bw: np.ndarray = np.inf
+    ep_inter_bw: np.ndarray = np.inf
+    ep_lat: np.ndarray = 0.0
+    ep_members: np.ndarray = 1.0
+    etp_bw: np.ndarray = np.inf
+    etp_lat: np.ndarray = 0.0
+    edp_bw: np.ndarray = np.inf
+    edp_lat: np.ndarray = 0.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,8 @@ class Options:
     uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
     gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
     weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
+    expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
+    moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
 
 
 @dataclass(frozen=True)
@@ -129,18 +143,31 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None) -> LayerTimes:
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None, ep=1.0,
+                  opts: Options = Options()) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
     backward reads and writes twice their forward traffic. ``linear`` prices the four linear
-    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``."""
+    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``.
+    A MoE model's layer is the average of its dense and MoE layers, whose MLP is :func:`.moe.mlp_times`."""
+    if cfg.moe is not None and cfg.moe.dense_layers:
+        dense = layer_compute(cfg.with_(moe=None), dev, b, t, sp, linear)
+        sparse = layer_compute(cfg.with_(moe=dataclasses.replace(cfg.moe, dense_layers=0)), dev, b, t, sp, linear,
+                               ep, opts)
+        return moe.blend(cfg, dense, sparse)
     lin = linear or dev
     s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
     qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
     proj = lin.gemm_times(tok, h, cfg.inner / t)  # row-parallel
-    mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
-    mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
+    if cfg.moe is None:
+        mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
+        mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
+        mlp_hide, act_bytes = mlp_in[1], 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
+    else:  # router, token permutation and the local experts (:mod:`.moe`), priced whole
+        experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance)
+        mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
+        mlp_hide, act_bytes = experts.shared_in, 0.0
     heads = np.asarray(b, float) * a / t
     scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
     softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
@@ -148,13 +175,12 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
     # the activation reads and writes the MLP shard (and the gated product when gated)
     rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
-    act_bytes = 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
     elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
     gemms = (qkv, proj, mlp_in, mlp_out, scores, context)
     core = scores[0] + context[0] + softmax_dropout
     forward = sum(g[0] for g in gemms) + softmax_dropout + elementwise
     backward = sum(g[1] for g in gemms) + 2.0 * (softmax_dropout + elementwise)
-    return LayerTimes(forward, backward, core, qkv[1], mlp_in[1])
+    return LayerTimes(forward, backward, core, qkv[1], mlp_hide)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -165,16 +191,18 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
     ag = coll.allgather(n, t, bw, lat)
     rs = coll.reduce_scatter(n, t, bw, lat)
     sp = np.asarray(sp, bool)
-    fwd = np.where(sp, 2.0 * (ag + rs), 2.0 * ar)
+    mlp = moe.tensor_parallel_mlp_share(cfg)  # 1 (dense): the MLP has its own f and g operators
+    blocks = 1.0 + mlp  # attention, and the MLP where it is tensor-parallel (routed experts are not)
+    fwd = np.where(sp, blocks * (ag + rs), blocks * ar)
     redo = ag if opts.sp_gather_redo else 0.0
     if opts.tp_overlap:  # each column-parallel layer: AR (sp: RS) beside its weight-gradient GEMM,
         hidden = 0.0  # the re-gather beside its input-gradient GEMM (each half of its backward)
-        for gemm in (lt.qkv / 2.0, lt.mlp_in / 2.0):
-            hidden = hidden + np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
-                                       np.maximum(0.0, ar - gemm))
-        bwd = np.where(sp, 2.0 * ag, 0.0) + hidden
+        for gemm, share in ((lt.qkv / 2.0, 1.0), (lt.mlp_in / 2.0, mlp)):
+            hidden = hidden + share * np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
+                                               np.maximum(0.0, ar - gemm))
+        bwd = np.where(sp, blocks * ag, 0.0) + hidden
     else:
-        bwd = np.where(sp, 2.0 * (ag + rs + redo), 2.0 * ar)
+        bwd = np.where(sp, blocks * (ag + rs + redo), blocks * ar)
     again = np.where(np.asarray(recompute) == memory.FULL, fwd, 0.0)
     return np.where(t > 1, fwd + bwd + again, 0.0)
 
@@ -190,10 +218,14 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
 
-    lt = layer_compute(cfg, dev, b, t, sp, linear)
+    ep, etp = plans.ep, opts.expert_tensor_parallel
+    lt = layer_compute(cfg, dev, b, t, sp, linear, ep, opts)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
     tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
+    # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
+    ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
+        cfg, b, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)
 
     # first stage: embedding lookup and its TP reduction; last stage: logits GEMM and the loss
     tok = b * s
@@ -215,9 +247,15 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     # of any stage sizes the gradients, optimizer step and memory (the last keeps an embedding copy)
     emb_params = vocab * h + cfg.max_positions * h
     middle = p > 2
-    stage_params = np.maximum(np.maximum(layout.first_device, layout.last_device) * cfg.layer_params + emb_params,
-                              np.where(middle, layout.middle_device * cfg.layer_params, 0.0)) / t
-    grads = opts.grad_bytes * stage_params
+    dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t
+    stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
+                              np.where(middle, layout.middle_device, 0.0))
+    stage_dense = np.maximum(np.maximum(layout.first_device, layout.last_device) * dense_layer + emb_params,
+                             np.where(middle, layout.middle_device * dense_layer, 0.0)) / t
+    stage_experts = stage_layers * expert_layer / (ep * etp)
+    stage_params = stage_dense + stage_experts
+    edp = moe.expert_data_parallel(t, d, ep, etp)
+    grads = opts.grad_bytes * stage_dense
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
     accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
                                                                            * stage_params, kernels=1)
@@ -226,7 +264,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     last_extra = head + 2.0 * head_comm
     # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
     # one or the last (layers + logits and loss); with p = 1 one device runs everything
-    per_layer = f_layer + b_layer + rec_layer + tp_layer
+    per_layer = f_layer + b_layer + rec_layer + tp_layer + ep_layer
     busy_first = layout.first_device * per_layer + first_extra
     busy_last = layout.last_device * per_layer + last_extra
     busy_middle = np.where(middle, layout.middle_device * per_layer, 0.0)
@@ -244,12 +282,22 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     zero = np.asarray(plans.zero, bool) & (d > 1)
     reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
                       coll.allreduce(grads, d, links.dp_bw, links.dp_lat))
-    gather = np.where(zero, coll.allgather(ACT_BYTES * stage_params, d, links.dp_bw, links.dp_lat), 0.0)
+    gather = np.where(zero, coll.allgather(ACT_BYTES * stage_dense, d, links.dp_bw, links.dp_lat), 0.0)
+    if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`)
+        expert_zero = np.asarray(plans.zero, bool) & (edp > 1)
+        expert_grads = opts.grad_bytes * stage_experts
+        reduce = reduce + np.where(expert_zero, coll.reduce_scatter(expert_grads, edp, links.edp_bw, links.edp_lat),
+                                   coll.allreduce(expert_grads, edp, links.edp_bw, links.edp_lat))
+        gather = gather + np.where(expert_zero, coll.allgather(ACT_BYTES * stage_experts, edp, links.edp_bw,
+                                                               links.edp_lat), 0.0)
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
-    dp_comm = np.where(d > 1, exposed + gather, 0.0)
+    dp_comm = np.where((d > 1) | (edp > 1), exposed + gather, 0.0)
     emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
-    optimizer = dev.memory_time(opts.optimizer_bytes * stage_params / np.where(zero, d, 1.0), kernels=4)
+    step_bytes = opts.optimizer_bytes * stage_dense / np.where(zero, d, 1.0)
+    if cfg.moe is not None:  # expert state sharded over the expert-data-parallel group
+        step_bytes = step_bytes + opts.optimizer_bytes * stage_experts / np.where(expert_zero, edp, 1.0)
+    optimizer = dev.memory_time(step_bytes, kernels=4)
 
     parts = {
         "forward_s": m * fwd_stage,
@@ -262,25 +310,29 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "grad_accumulation_s": m * accumulate,
         "dp_comm_s": dp_comm + emb_sync,
         "optimizer_s": optimizer,
+        "ep_comm_s": m * per_stage * ep_layer,  # MoE token dispatch and combine (:mod:`.moe`)
     }
     time = sum(parts.values())
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
-    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes)
+    routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
+        cfg, b, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes)
+    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes, routed)
     in_flight = memory.in_flight_micro_batches(p, v, m)
     first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
     middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
     working = np.where(rc == memory.FULL,
-                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
+                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes, routed), 0.0)
     logits = 6.0 * s * b * vocab / t
     last_act = act_layer * layout.last_device + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state = memory.static_bytes(stage_params, zero, d)
+    weights, gradients, state = memory.static_bytes(stage_dense, zero, d)
+    if cfg.moe is not None:  # the stage's share of the experts, optimizer state over edp (:mod:`.moe`)
+        weights, gradients, state = (a + e for a, e in zip((weights, gradients, state),
+                                                           memory.static_bytes(stage_experts, expert_zero, edp)))
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
-    stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
-                              np.where(middle, layout.middle_device, 0.0))
-    copies = opts.weight_copy_bytes * stage_layers * cfg.layer_params / t
+    copies = opts.weight_copy_bytes * stage_layers * dense_layer / t + opts.weight_copy_bytes * stage_experts
     total = weights + copies + gradients + state + activations
     gpus = t * p * d
     return {

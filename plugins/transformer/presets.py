@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, megatron_gpt
 
 
@@ -81,11 +82,70 @@ LLAMA3_70B = _llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192)
 # pre-training sequence (Llama Team 2024, "The Llama 3 Herd of Models", §3.4.1).
 LLAMA31_405B = _llama("llama3.1-405b", 126, 16384, 128, 8, 53248, 128256, 8192)
 
+
+
+def _nemo_gpt3(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
+    # NeMo's GPT-3 recipes (NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/gpt3/*.yaml):
+    # GPT-2 BPE tokenizer (50,257 tokens, padded by the planner to 128·t), learned positions over
+    # 2,048 tokens, biases, LayerNorm, ffn_hidden_size = 4·hidden_size, tied output, GELU.
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=d // heads, d_ff=4 * d, seq_len=2048, vocab=50257, max_positions=2048,
+                             final_norm=True)
+
+
+GPT3_5B = _nemo_gpt3("gpt3-5b", 24, 4096, 32)  # gpt3/5b.yaml: num_layers 24, hidden 4096, 32 heads
+GPT3_20B = _nemo_gpt3("gpt3-20b", 44, 6144, 48)  # gpt3/20b.yaml: num_layers 44, hidden 6144, 48 heads
+
+# Hugging Face config of nvidia/Nemotron-4-340B-Base (NemotronForCausalLM): 96 layers, hidden 18432,
+# 96 heads of 192, 8 key/value heads, intermediate_size 73728 with squared ReLU ("relu2": not
+# gated), vocab 256000, untied, no biases, LayerNorm (weight and bias), 4,096 positions (RoPE).
+NEMOTRON4_340B = TransformerConfig(name="nemotron-4-340b", kind="decoder-only", layers=96, d_model=18432, heads=96,
+                                   head_dim=192, d_ff=73728, seq_len=4096, vocab=256000, bias=False, final_norm=True,
+                                   tied_output=False, kv_heads=8)
+
+
+def _moe(name: str, layers: int, d: int, heads: int, head_dim: int, kv_heads: int, d_ff: int, vocab: int,
+         moe: MoEConfig) -> TransformerConfig:
+    # Mixtral / Qwen3-MoE architecture (HF MixtralConfig, Qwen3MoeConfig): Llama-style layers
+    # (RMSNorm, no biases, RoPE, untied output) whose SwiGLU MLP is a mixture of experts. Qwen3's
+    # per-head q/k RMSNorms (2·128 weights per layer) are left out (0.0001 % of the parameters).
+    # seq_len 4,096 is a planning default, not a published training length: override it.
+    return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
+                             head_dim=head_dim, d_ff=d_ff, seq_len=4096, vocab=vocab, bias=False, norm_params=1,
+                             final_norm=True, tied_output=False, kv_heads=kv_heads, gated_mlp=True, moe=moe)
+
+
+# mistralai/Mixtral-8x7B-v0.1 config: 32 layers, hidden 4096, 32 heads, 8 kv heads, intermediate
+# 14336, num_local_experts 8, num_experts_per_tok 2, vocab 32000 (46.7B total, 12.9B active).
+MIXTRAL_8X7B = _moe("mixtral-8x7b", 32, 4096, 32, 128, 8, 14336, 32000, MoEConfig(8, 2, 14336))
+# mistralai/Mixtral-8x22B-Instruct-v0.1 config: 56 layers, hidden 6144, 48 heads, 8 kv heads,
+# intermediate 16384, 8 experts, top-2, vocab 32768 (141B total, 39B active).
+MIXTRAL_8X22B = _moe("mixtral-8x22b", 56, 6144, 48, 128, 8, 16384, 32768, MoEConfig(8, 2, 16384))
+# Qwen/Qwen3-30B-A3B config: 48 layers, hidden 2048, 32 heads of 128, 4 kv heads, intermediate
+# 6144 (dense width, unused: every layer is MoE), moe_intermediate_size 768, 128 experts, top-8,
+# vocab 151936, untied (30.5B total, 3.3B active).
+QWEN3_30B_A3B = _moe("qwen3-30b-a3b", 48, 2048, 32, 128, 4, 6144, 151936, MoEConfig(128, 8, 768))
+# Qwen/Qwen3-235B-A22B config: 94 layers, hidden 4096, 64 heads of 128, 4 kv heads, intermediate
+# 12288 (unused), moe_intermediate_size 1536, 128 experts, top-8, vocab 151936 (235B / 22B active).
+QWEN3_235B_A22B = _moe("qwen3-235b-a22b", 94, 4096, 64, 128, 4, 12288, 151936, MoEConfig(128, 8, 1536))
+
 PRESETS: dict[str, TransformerConfig] = {
     c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
                         GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL,
                         MEGATRON_22B, GPT3_175B, TURING_530B, MEGATRON_1T,
-                        LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B, LLAMA31_405B)
+                        LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B, LLAMA31_405B,
+                        GPT3_5B, GPT3_20B, NEMOTRON4_340B,
+                        MIXTRAL_8X7B, MIXTRAL_8X22B, QWEN3_30B_A3B, QWEN3_235B_A22B)
+}
+
+# Presets refused with a reason (one line): architectures this model does not represent honestly.
+# DeepSeek-V3's MoE sizes (deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json): 256 routed
+# experts of moe_inter_dim 2048, 8 activated, 1 shared, the first 3 layers dense.
+REFUSED = {
+    "deepseek-v3": "DeepSeek-V3's multi-head latent attention (low-rank compressed keys and values) is not "
+                   "modelled; give its sizes explicitly with [workload.moe] (experts = 256, top_k = 8, d_ff = 2048, "
+                   "shared_experts = 1, shared_d_ff = 2048, dense_layers = 3) to plan it as grouped-query attention, "
+                   "or plan qwen3-235b-a22b",
 }
 
 

@@ -44,18 +44,40 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Literal
 
-from optmap.bounds import Batch, Depth, Dimension
+from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import Workload, WorkloadBuilder
+from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 
 from .ops import MUL
-from .presets import PRESETS
+from .presets import PRESETS, REFUSED
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
            "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
+_MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers")
+_MOE_REQUIRED = ("experts", "top_k", "d_ff")
+
+
+def _moe(table: dict, base: MoEConfig | None) -> MoEConfig:
+    """The ``[workload.moe]`` table as a :class:`MoEConfig`, over the preset's when it has one."""
+    for key, value in table.items():
+        if key not in _MOE_KEYS:
+            raise OptmapError(f"[workload.moe]: unknown key '{key}'{did_you_mean(key, _MOE_KEYS)}; valid keys: "
+                              f"{', '.join(_MOE_KEYS)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise OptmapError(f"[workload.moe] {key} must be a non-negative integer, got {value!r}")
+    given = {**(base.__dict__ if base else {}), **table}
+    missing = [key for key in _MOE_REQUIRED if key not in given]
+    if missing:
+        raise OptmapError(f"[workload.moe]: give {', '.join(missing)} (experts per layer, experts per token, "
+                          f"each expert's MLP width)")
+    try:
+        return MoEConfig(**given)
+    except ValueError as exc:
+        raise OptmapError(f"[workload.moe] {str(exc).removeprefix('moe: ')}") from None
 
 
 def _repeat(b: WorkloadBuilder, x: str, times: int, name: str) -> str:
@@ -85,17 +107,39 @@ def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, kv_inner: in
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
 
 
+def _mlp(b: WorkloadBuilder, n: str, prefix: str, d_ff: int, bias: bool, activation: str, gated: bool,
+         tag: str = "") -> str:
+    """The MLP's GEMMs on ``n``: w1 → act (→ ⊙ w3 when gated) → w2 (names ``prefix.{tag}w1``...)."""
+    d = b.shape(n)[-1]
+    name = lambda op: f"{prefix}.{tag}{op}"  # noqa: E731
+    h = b.linear(n, d_ff, bias=bias, name=name("w1"))  # Eq. 2: x·W1 + b1 (the gate when gated)
+    h = b.activation(h, activation, name=name("act"))
+    if gated:  # SwiGLU (Shazeer 2020): act(x·W1) ⊙ x·W3, the product an op kind of this plugin
+        up = b.linear(n, d_ff, bias=bias, name=name("w3"))
+        h = b.op(MUL, (h, up), b.shape(h), name=name("gate"))
+    return b.linear(h, d, bias=bias, name=name("w2"))  # Eq. 2: ·W2 + b2
+
+
 def _ffn(b: WorkloadBuilder, x: str, prefix: str, d_ff: int, pre_ln: bool, bias: bool, activation: str,
          gated: bool) -> str:
-    d = b.shape(x)[-1]
     n = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
-    h = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w1")  # Eq. 2: x·W1 + b1 (the gate when gated)
-    h = b.activation(h, activation, name=f"{prefix}.act")
-    if gated:  # SwiGLU (Shazeer 2020): act(x·W1) ⊙ x·W3, the product an op kind of this plugin
-        up = b.linear(n, d_ff, bias=bias, name=f"{prefix}.w3")
-        h = b.op(MUL, (h, up), b.shape(h), name=f"{prefix}.gate")
-    h = b.linear(h, d, bias=bias, name=f"{prefix}.w2")  # Eq. 2: ·W2 + b2
-    y = b.add(x, h, name=f"{prefix}.residual")
+    y = b.add(x, _mlp(b, n, prefix, d_ff, bias, activation, gated), name=f"{prefix}.residual")
+    return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
+
+
+def _moe_ffn(b: WorkloadBuilder, x: str, prefix: str, cfg: TransformerConfig, pre_ln: bool, activation: str) -> str:
+    """A mixture-of-experts MLP as the compute one token sees: ``router`` (linear to the experts'
+    logits, then softmax) and the ``top_k`` routed experts folded into one MLP of width top_k·d_ff
+    (``expert_w1`` ...; the same GEMM FLOPs), plus the shared experts' MLP (``shared_w1`` ...). The graph has no
+    gather or scatter op, so token routing is not drawn and only active expert weights appear."""
+    moe = cfg.moe
+    n = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
+    b.activation(b.linear(n, moe.experts, bias=False, name=f"{prefix}.router"), "softmax", name=f"{prefix}.route")
+    out = _mlp(b, n, prefix, moe.top_k * moe.d_ff, cfg.bias, activation, cfg.gated_mlp, "expert_")
+    if moe.shared_experts:
+        shared = _mlp(b, n, prefix, moe.shared_width, cfg.bias, activation, cfg.gated_mlp, "shared_")
+        out = b.add(out, shared, name=f"{prefix}.combine")
+    y = b.add(x, out, name=f"{prefix}.residual")
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
 
 
@@ -115,7 +159,9 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
             memory = x  # the encoder output feeds every cross-attention
             x = b.input((cfg.seq_len, d), "tgt_input")
         for blk in (bl for bl in blocks if bl.stack == stack):
-            if blk.kind == "ffn":
+            if blk.kind == "ffn" and cfg.is_moe_layer(blk.layer):
+                x = _moe_ffn(b, x, blk.name, cfg, pre_ln, act)
+            elif blk.kind == "ffn":
                 x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act, cfg.gated_mlp)
             else:
                 x = _attention(b, x, blk.name, inner, cfg.kv_inner, pre_ln, cfg.bias,
@@ -137,6 +183,8 @@ def build(cfg: TransformerConfig, batch: int, dtype: str = "fp32", phase: str = 
 
 def _config(preset: str | None, given: dict) -> TransformerConfig:
     if preset is not None:
+        if preset in REFUSED:
+            raise OptmapError(f"transformer: preset '{preset}' is not available: {REFUSED[preset]}")
         if preset not in PRESETS:
             raise OptmapError(f"unknown transformer preset '{preset}'{did_you_mean(preset, PRESETS)}")
         base = PRESETS[preset]
@@ -185,6 +233,7 @@ def transformer(
     max_positions: Dimension | None = None,
     tied_output: bool | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
+    moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
 ) -> TransformerWorkload:
     """Transformer stack (encoder, decoder, decoder-only, encoder-decoder) from a preset or explicit sizes.
 
@@ -198,11 +247,20 @@ def transformer(
     Without a preset, kind, layers, d_model, heads, d_ff, seq_len and vocab are required
     (head_dim defaults to d_model / heads, decoder_layers is needed for encoder-decoder).
     ``activation`` only names the FFN non-linearity in the layer graph (no effect on costs).
+    Mixture-of-experts presets: mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b; dense
+    ones beside Llama: nemotron-4-340b, gpt3-5b, gpt3-20b (NeMo's GPT-3). ``moe`` (the
+    ``[workload.moe]`` table: ``experts``, ``top_k``, ``d_ff`` per expert, ``shared_experts``,
+    ``shared_d_ff`` per shared expert, ``dense_layers`` leading dense layers;
+    :mod:`optmap.workload.moe`) makes the MLPs mixtures of experts, or overrides a MoE preset's
+    keys. ``deepseek-v3`` is refused: its multi-head latent attention is not modelled.
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():
         if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name != "max_positions":
             raise OptmapError(f"transformer: {name} must be a positive integer, got {value}")
+    if moe is not None:
+        base = PRESETS[preset].moe if preset in PRESETS else None
+        given["moe"] = _moe(moe, base)
     try:
         cfg = _config(preset, given)
     except ValueError as exc:

@@ -252,13 +252,14 @@ class DesignSpace:
         return Mapping(self, tuple(float(v) for v in self.repair(np.asarray(x, float)[None])[0]))
 
     def encode(self, values: dict[str, Any]) -> np.ndarray:
-        """A vector from decisions by name; inactive variables may be left out."""
+        """A vector from decisions by name; inactive variables, and those with one value (pinned, or a
+        single choice), may be left out."""
         x = self._canonical_vector()
         for i, v in enumerate(self.variables):
             if v.name in values:
                 x[self.offsets[i]:self.offsets[i + 1]] = v.encode(values[v.name])
         active = self.active(x[None])[0]
-        missing = [v.name for i, v in enumerate(self.variables) if active[i] and v.name not in values and not v.is_pinned]
+        missing = [v.name for i, v in enumerate(self.variables) if active[i] and v.name not in values and v.cardinality > 1]
         if missing:
             raise OptmapError(f"mapping lacks a value for {', '.join(missing[:5])}")
         return self.repair(x[None])[0]

@@ -47,7 +47,9 @@ from typing import Literal
 
 import numpy as np
 
+from optmap.workload import moe as moe_mlp
 from optmap.workload.graph import Workload
+from optmap.workload.moe import MoEConfig
 
 Kind = Literal["encoder", "decoder", "decoder-only", "encoder-decoder"]
 BlockKind = Literal["self_attn", "cross_attn", "ffn"]
@@ -121,6 +123,7 @@ class TransformerConfig:
     bwd_factor: float = 2.0  # backward FLOPs / forward FLOPs
     kv_heads: int | None = None  # key/value heads (grouped-query attention, Ainslie et al. 2023); None = heads
     gated_mlp: bool = False  # gated MLP (SwiGLU, Shazeer 2020): gate and up projections d×d_ff, down d_ff×d
+    moe: MoEConfig | None = None  # mixture-of-experts MLPs (:mod:`optmap.workload.moe`); None = dense
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
@@ -129,6 +132,10 @@ class TransformerConfig:
             raise ValueError("an encoder-decoder config needs decoder_layers > 0")
         if self.kv_heads is not None and (self.kv_heads < 1 or self.heads % self.kv_heads):
             raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
+        if self.moe is not None and self.kind != "decoder-only":
+            raise ValueError("mixture-of-experts layers are modelled for decoder-only stacks only")
+        if self.moe is not None and self.moe.dense_layers > self.layers:
+            raise ValueError(f"moe: dense_layers = {self.moe.dense_layers} exceeds layers = {self.layers}")
 
     # ---- shapes -------------------------------------------------------------------------------
     @property
@@ -166,9 +173,19 @@ class TransformerConfig:
         return [("enc", self.layers, enc), ("dec", self.decoder_layers, dec)]
 
     # ---- parameters -----------------------------------------------------------------------------
-    def _block_params(self, kind: BlockKind) -> int:
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (all but the leading dense ones; 0 when dense)."""
+        return 0 if self.moe is None else self.layers - self.moe.dense_layers
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return self.moe is not None and layer >= self.moe.dense_layers
+
+    def _block_params(self, kind: BlockKind, moe_layer: bool = False) -> int:
         d, a, kv, b = self.d_model, self.inner, self.kv_inner, int(self.bias)
         norm = self.norm_params * d  # one LayerNorm per block
+        if kind == "ffn" and moe_layer:  # router + every expert (optmap.workload.moe)
+            return moe_mlp.layer_params(self.moe, d, self.gated_mlp, self.bias) + norm
         if kind == "ffn":
             f = self.mlp_in
             return d * f + b * f + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2 (W1 = gate+up if gated)
@@ -176,8 +193,13 @@ class TransformerConfig:
 
     @property
     def layer_params(self) -> int:
-        """Parameters of one self-attention + MLP layer (a decoder-only or encoder layer)."""
+        """Parameters of one self-attention + dense MLP layer (a decoder-only or encoder layer)."""
         return self._block_params("self_attn") + self._block_params("ffn")
+
+    @property
+    def moe_layer_params(self) -> int:
+        """Parameters of one self-attention + MoE MLP layer (0 for a dense model)."""
+        return self._block_params("self_attn") + self._block_params("ffn", True) if self.moe else 0
 
     def param_breakdown(self) -> dict[str, int]:
         """Trainable parameters by component (see the module docstring for what is counted)."""
@@ -188,7 +210,8 @@ class TransformerConfig:
             "position_embeddings": self.max_positions * d,
             "type_embeddings": self.type_vocab * d,
             "embedding_norm": self.norm_params * d if self.embedding_norm else 0,
-            "blocks": sum(self._block_params(k) for _, n, kinds in self._stacks() for k in kinds * n),
+            "blocks": sum(self._block_params(k, self.is_moe_layer(layer))
+                          for _, n, kinds in self._stacks() for layer in range(n) for k in kinds),
             "final_norms": self.norm_params * d * len(self._stacks()) if self.final_norm else 0,
             "pooler": d * d + d if self.pooler else 0,
             "output_head": 0 if self.tied_output else d * self.vocab + int(self.bias) * self.vocab,
@@ -199,10 +222,20 @@ class TransformerConfig:
     def params(self) -> int:
         return sum(self.param_breakdown().values())
 
+    @property
+    def active_params(self) -> int:
+        """Parameters one token uses: ``params`` less the routed experts it skips in each MoE layer."""
+        if self.moe is None:
+            return self.params
+        return self.params - self.moe_layers * moe_mlp.inactive_params(self.moe, self.d_model, self.gated_mlp,
+                                                                       self.bias)
+
     # ---- blocks ---------------------------------------------------------------------------------
-    def _block_flops_fwd(self, kind: BlockKind, stack: str) -> float:
+    def _block_flops_fwd(self, kind: BlockKind, stack: str, moe_layer: bool = False) -> float:
         d, a, kv = self.d_model, self.inner, self.kv_inner
         s = self.seq_len
+        if kind == "ffn" and moe_layer:  # router + top_k experts + shared experts (optmap.workload.moe)
+            return moe_mlp.layer_flops_fwd(self.moe, s, d, self.gated_mlp)
         if kind == "ffn":
             return 2.0 * s * d * (self.mlp_in + self.d_ff)  # Eq. 2: two GEMMs (the first gate+up if gated)
         if kind == "self_attn":
@@ -219,13 +252,14 @@ class TransformerConfig:
         for stack, n, kinds in self._stacks():
             for layer in range(n):
                 mask_src = len(out)  # the layer's self_attn drives its token mask (note D10)
+                moe_layer = self.is_moe_layer(layer)
                 for kind in kinds:
-                    f = self._block_flops_fwd(kind, stack)
+                    f = self._block_flops_fwd(kind, stack, moe_layer)
                     extra = self.src_len * d if (kind == "cross_attn" and self.cross_kv_grad) else 0
                     out.append(Block(index=len(out), layer=layer, stack=stack, kind=kind,
                                      tokens=self.seq_len, flops_fwd=f, flops_bwd=self.bwd_factor * f,
                                      msg_fwd=self.seq_len * d, msg_bwd=self.seq_len * d + extra,
-                                     mask_source=mask_src, params=self._block_params(kind)))
+                                     mask_source=mask_src, params=self._block_params(kind, moe_layer)))
         return tuple(out)
 
     def arrays(self) -> BlockArrays:

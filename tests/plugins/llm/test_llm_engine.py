@@ -37,7 +37,7 @@ def test_enumeration_equals_filtered_grid():
     times = m.evaluate_batch(brute)["time"]
     for i in range(len(brute)):
         key = (want.tp[i], want.pp[i], want.dp[i], want.mb[i], want.vp[i], float(want.recompute[i]),
-               float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]))
+               float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]), float(want.ep[i]))  # + expert_parallel
         assert by_plan[key] == pytest.approx(times[i])
 
 

@@ -1,0 +1,212 @@
+"""Mixture-of-experts layers in ``megatron-3d``: expert parallelism as Megatron-Core runs it.
+
+A MoE layer (:mod:`optmap.workload.moe`) keeps the attention block and replaces the MLP by a
+router, ``experts`` expert MLPs (``top_k`` per token) and optional shared experts. Megatron-Core
+(``megatron/core/transformer/moe``; its MoE README) trains it with:
+
+* **expert parallelism** ``ep`` (decision ``expert_parallel``): the experts are split over ``ep``
+  ranks, ``experts/ep`` each; **expert tensor parallelism** ``etp`` (cost option
+  ``expert_tensor_parallel``, Megatron-Core's ``--expert-tensor-parallel-size``) splits each
+  expert's width over ``etp`` ranks. Expert ranks follow Megatron-Core's "parallel folding"
+  (``parallel_state.initialize_model_parallel``: an expert rank generator of order
+  ``tp-cp-ep-dp-pp`` with ``tp = etp``): ``etp`` consecutive ranks, the EP group ``ep`` ranks
+  ``etp`` apart, the expert-data-parallel group ``edp = t·d/(ep·etp)`` ranks ``etp·ep`` apart,
+  all inside one pipeline stage's ``t·d`` ranks. Valid when ``ep·etp`` divides ``t·d`` and ``ep``
+  divides ``experts``.
+* the **alltoall token dispatcher** (``--moe-token-dispatcher-type alltoall``): each rank routes
+  its own tokens (``b·s/t``: Megatron-Core refuses MoE training with t > 1 without sequence
+  parallelism, ``moe_layer.py``), permutes the ``top_k`` copies of each token by expert
+  (memory-bound: read and write each copy), sends them to the experts' ranks (**dispatch**,
+  all-to-all over the EP group), all-gathers them over the ETP group, runs the local experts as
+  one grouped GEMM (``--moe-grouped-gemm``), and reverses the path (reduce-scatter over ETP,
+  **combine** all-to-all, un-permute and weight by the router's probabilities). Backward runs the
+  same two all-to-alls on the gradients; full recomputation runs the forward's again.
+* **balanced routing**: every rank receives ``b·s/t·top_k`` token copies; the busiest rank, which
+  every other waits for, gets ``moe_load_imbalance`` (≥ 1, default 1.0) times that (its expert
+  GEMMs, all-to-all volume and dispatched activations).
+* gradients: expert weights reduce over the expert-data-parallel group, the rest over data
+  parallelism as for a dense model (Megatron-Core's ``expert_data_parallel_group``); the
+  distributed optimizer shards expert state over ``edp``.
+
+The all-to-all (:func:`all_to_all`) is the pairwise exchange of Thakur et al. 2005 over the EP
+group's real links: the ``k`` members in the GPU's node exchange over NVLink, the other
+``ep - k`` through the GPU's own network adapter, concurrently; ``k`` is the fewest members in a
+node of any EP group (:func:`.cluster.expert_links`). Leading dense layers (``dense_layers``) are
+priced as the average layer of the model (exact when every layer is MoE, as in Mixtral and Qwen3).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from optmap import collectives as coll
+from optmap.errors import OptmapError
+from optmap.workload import moe as moe_mlp
+from optmap.workload.transformer import TransformerConfig
+
+from . import memory
+
+ACT_BYTES = 2.0  # 16-bit tokens on the wire and in HBM
+ROUTER_BYTES = 4.0  # fp32 router scores (Megatron-Core moe_utils.py: torch.softmax(logits, dtype=torch.float32))
+
+
+def moe_fraction(cfg: TransformerConfig) -> float:
+    """Share of the layers whose MLP is a mixture of experts (0 for a dense model)."""
+    return cfg.moe_layers / cfg.layers
+
+
+def expert_parallel_sizes(cfg: TransformerConfig, gpus: int) -> tuple[int, ...]:
+    """Choices of ``expert_parallel``: divisors of the expert count up to the GPUs; 1 when dense."""
+    if cfg.moe is None:
+        return (1,)
+    return tuple(k for k in range(1, min(cfg.moe.experts, gpus) + 1) if cfg.moe.experts % k == 0)
+
+
+def param_split(cfg: TransformerConfig) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of the average layer: attention, norms, router, shared
+    experts and dense MLPs split over tensor parallelism; routed experts over ``ep·etp`` ranks."""
+    if cfg.moe is None:
+        return cfg.layer_params, 0.0
+    expert = cfg.moe.experts * moe_mlp.mlp_params(cfg.d_model, cfg.moe.d_ff, cfg.gated_mlp, cfg.bias)
+    total = (cfg.layers - cfg.moe_layers) * cfg.layer_params + cfg.moe_layers * cfg.moe_layer_params
+    return (total - cfg.moe_layers * expert) / cfg.layers, cfg.moe_layers * expert / cfg.layers
+
+
+def expert_data_parallel(t, d, ep, etp: float) -> np.ndarray:
+    """Size of the expert-data-parallel group: ``t·d/(ep·etp)`` (Megatron-Core, context parallel 1)."""
+    return np.asarray(t, float) * np.asarray(d, float) / (np.asarray(ep, float) * etp)
+
+
+def tensor_parallel_mlp_share(cfg: TransformerConfig) -> float:
+    """Share of the layers whose MLP is tensor-parallel with Megatron's f/g collectives: dense
+    layers, and MoE layers with shared experts (a dense tensor-parallel MLP); routed experts move
+    their tokens by all-to-all instead."""
+    if cfg.moe is None:
+        return 1.0
+    return 1.0 - moe_fraction(cfg) * (0.0 if cfg.moe.shared_experts else 1.0)
+
+
+def local_tokens(cfg: TransformerConfig, b, t, sp) -> np.ndarray:
+    """Tokens one GPU routes per micro-batch: its sequence shard ``b·s/t`` (sequence parallel)."""
+    return np.asarray(b, float) * cfg.seq_len / np.where(np.asarray(sp, bool), np.asarray(t, float), 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class MLPTimes:
+    """Seconds of one MoE MLP and micro-batch on one GPU (forward, backward) and the backward of
+    the shared experts' first GEMM (what hides their tensor-parallel collective; 0 without)."""
+
+    forward: np.ndarray
+    backward: np.ndarray
+    shared_in: np.ndarray
+
+
+def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbalance: float) -> MLPTimes:
+    """Router, permutation, the local experts' grouped GEMMs and the shared experts (see the module
+    docstring); ``lin`` prices the expert GEMMs (FP8 recipes), ``dev`` the router and element-wise work."""
+    moe, h = cfg.moe, cfg.d_model
+    t, ep = np.asarray(t, float), np.asarray(ep, float)
+    tokens = local_tokens(cfg, b, t, sp)
+    router = dev.gemm_times(tokens, moe.experts, h)  # logits = x · W_router
+    # softmax and top-k over the fp32 logits (read, write), then permute and un-permute every
+    # routed copy of [h] (read + write each, 16-bit), the un-permute also scaling by its probability
+    copies = tokens * moe.top_k * imbalance
+    route = dev.memory_time(2.0 * ROUTER_BYTES * tokens * moe.experts, kernels=2)
+    permute = dev.memory_time(2.0 * 2.0 * ACT_BYTES * copies * h, kernels=2)
+    # grouped GEMM of the experts/ep local experts, each on its share of the copies gathered over etp
+    local = moe.experts / ep
+    rows = copies * etp / local
+    width_in = (2 if cfg.gated_mlp else 1) * moe.d_ff / etp
+    w1, w2 = lin.gemm_times(rows, width_in, h, batch=local), lin.gemm_times(rows, h, moe.d_ff / etp, batch=local)
+    act = dev.memory_time(2.0 * ACT_BYTES * copies * etp * width_in, kernels=1)  # SwiGLU / activation in and out
+    forward = router[0] + w1[0] + w2[0] + route + permute + act
+    backward = router[1] + w1[1] + w2[1] + 2.0 * (route + permute + act)
+    shared_in = np.zeros_like(forward)
+    if moe.shared_experts:  # a dense tensor-parallel MLP on the whole [b, s, h] (Megatron-Core SharedExpertMLP)
+        full = np.asarray(b, float) * cfg.seq_len
+        s_in = (2 if cfg.gated_mlp else 1) * moe.shared_width
+        s1, s2 = lin.gemm_times(full, s_in / t, h), lin.gemm_times(full, h, moe.shared_width / t)
+        s_act = dev.memory_time(2.0 * ACT_BYTES * full * s_in / t, kernels=1)
+        forward, backward, shared_in = forward + s1[0] + s2[0] + s_act, backward + s1[1] + s2[1] + 2.0 * s_act, s1[1]
+    return MLPTimes(forward, backward, shared_in)
+
+
+def all_to_all(nbytes, ep, members, intra_bw, inter_bw, latency) -> np.ndarray:
+    """Pairwise-exchange all-to-all (Thakur et al. 2005) of an ``nbytes`` send buffer over ``ep``
+    ranks, ``members`` of them in this GPU's node: ``(members-1)/ep`` of the buffer over NVLink
+    and ``(ep-members)/ep`` through the GPU's adapter at once, ``ep - 1`` steps of latency."""
+    n, ep, k = (np.asarray(x, float) for x in (nbytes, ep, members))
+    inside = (k - 1.0) / ep * n / intra_bw
+    outside = (ep - k) / ep * n / inter_bw
+    return np.where(ep > 1, (ep - 1.0) * latency + np.maximum(inside, outside), 0.0)
+
+
+def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp: float,
+                     imbalance: float) -> np.ndarray:
+    """Seconds of one MoE layer's token exchange per micro-batch, forward and backward (and the
+    forward again with full recomputation): dispatch and combine all-to-alls over EP, each with its
+    all-gather / reduce-scatter over the ETP group."""
+    n = ACT_BYTES * local_tokens(cfg, b, t, sp) * cfg.moe.top_k * imbalance * cfg.d_model
+    a2a = all_to_all(n, ep, links.ep_members, links.ep_intra_bw, links.ep_inter_bw, links.ep_lat)
+    gather = coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
+    scatter = coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
+    once = 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
+    again = np.where(np.asarray(recompute) == memory.FULL, once, 0.0)
+    return 2.0 * once + again  # forward and backward (+ the recomputed forward)
+
+
+def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_bytes: float) -> np.ndarray:
+    """Bytes one MoE layer keeps per micro-batch for its routed experts: the router's fp32
+    probabilities over every expert, and per dispatched copy its permuted input (the first GEMM's
+    input), the MLP-in output, the MLP-out input and the gated product (as a dense MLP,
+    :func:`.memory.layer_terms`); widths are 1/etp of the expert's on etp times the rows."""
+    moe = cfg.moe
+    tokens = local_tokens(cfg, b, t, sp)
+    copies = tokens * moe.top_k * imbalance
+    per_copy = gemm_input_bytes * cfg.d_model + memory.mlp_bytes(cfg, moe.d_ff, 1.0, gemm_input_bytes)
+    return ROUTER_BYTES * tokens * moe.experts + copies * per_copy
+
+
+def blend(cfg: TransformerConfig, dense, sparse):
+    """The average layer from a dense layer's and a MoE layer's values (dataclasses of arrays or arrays)."""
+    f = moe_fraction(cfg)
+    if dataclasses.is_dataclass(dense):
+        return type(dense)(**{k.name: (1.0 - f) * getattr(dense, k.name) + f * getattr(sparse, k.name)
+                              for k in dataclasses.fields(dense)})
+    return (1.0 - f) * dense + f * sparse
+
+
+def check_options(cfg: TransformerConfig, etp: int, imbalance: float) -> None:
+    """Refuse, in one line, MoE cost options that cannot hold for ``cfg``."""
+    if imbalance < 1.0:
+        raise OptmapError(f"[cost] moe_load_imbalance must be >= 1 (the busiest rank's tokens over the balanced "
+                          f"share), got {imbalance}")
+    if etp < 1:
+        raise OptmapError(f"[cost] expert_tensor_parallel must be >= 1, got {etp}")
+    if cfg.moe is None and etp != 1:
+        raise OptmapError(f"[cost] expert_tensor_parallel = {etp} needs a mixture-of-experts model ([workload.moe])")
+    if cfg.moe is not None and cfg.moe.d_ff % etp:
+        raise OptmapError(f"[cost] expert_tensor_parallel = {etp} must divide the experts' d_ff = {cfg.moe.d_ff}")
+
+
+def invalid(cfg: TransformerConfig, t, d, ep, sp, etp: float) -> np.ndarray:
+    """True where a plan breaks Megatron-Core's MoE rules: ``ep·etp`` must divide ``t·d`` (and ``ep``
+    the experts, by its choices), and tensor parallelism needs sequence parallelism (``moe_layer.py``)."""
+    t, d, ep = (np.asarray(x, float) for x in (t, d, ep))
+    if cfg.moe is None:
+        return ep != 1
+    return (np.mod(t * d, ep * etp) != 0) | ((t > 1) & ~np.asarray(sp, bool))
+
+
+def reason(cfg: TransformerConfig, plan: dict, etp: int) -> str:
+    """Why a plan breaks :func:`invalid` (empty when it does not)."""
+    t, d, ep = plan["tensor_parallel"], plan["data_parallel"], plan.get("expert_parallel", 1)
+    if cfg.moe is None:
+        return "" if ep == 1 else f"expert_parallel = {ep} needs a mixture-of-experts model ([workload.moe])"
+    if (t * d) % (ep * etp):
+        return (f"expert_parallel × expert_tensor_parallel = {ep * etp} must divide tensor × data = {t * d} "
+                f"(Megatron-Core carves expert ranks out of each stage's GPUs)")
+    if t > 1 and not plan["sequence_parallel"]:
+        return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel (Megatron-Core)"
+    return ""
