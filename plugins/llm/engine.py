@@ -1,12 +1,14 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
-The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving): the
-(t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's batch,
+The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving,
+context parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp splitting the sequence in
+2·cp chunks), then the micro-batch sizes that divide each replica's batch,
 then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each
 shape is priced once and broadcast over the recompute and switch settings (an array ``[shapes,
-recompute, sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link
-pricing runs once per shape and only the final sums run per plan. A switch that cannot act
-(sequence parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space
+recompute, sequence_parallel, optimizer_sharding, dp_overlap, fsdp, offload]``), so the costly
+GEMM and link pricing runs once per shape and only the final sums run per plan. A switch that
+cannot act (sequence parallelism at t = 1, sharding or overlap at d·cp = 1, FSDP at d·cp = 1,
+optimizer sharding beside FSDP, which shards it already) counts once, off, unless the space
 allows only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
 ``--fix``) are honoured.
 
@@ -24,11 +26,11 @@ from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
-from . import memory, stages
-from .model import DECISIONS, SWITCHES, Megatron3DCostModel
+from . import stages
+from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
 
-SHAPE = DECISIONS[:5]  # tensor, pipeline, data, micro-batch, interleaving
-AXES = ("recompute", *SWITCHES)  # the axes each shape is broadcast over
+SHAPE = (*DECISIONS[:5], "context_parallel")  # tensor, pipeline, data, micro-batch, interleaving, context
+AXES = ("recompute", *SWITCHES, "fsdp", "offload")  # the axes each shape is broadcast over
 
 
 def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -43,36 +45,41 @@ def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Index arrays (into ``allowed``) of every valid (t, p, d, b, v) shape, one entry per shape."""
     c = {k: allowed[k].astype(float) for k in SHAPE}
-    it, ip, id_ = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
-                                                  np.arange(len(c["pipeline_parallel"])),
-                                                  np.arange(len(c["data_parallel"])), indexing="ij"))
-    gpus = c["tensor_parallel"][it] * c["pipeline_parallel"][ip] * c["data_parallel"][id_]
+    it, ip, id_, ic = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
+                                                      np.arange(len(c["pipeline_parallel"])),
+                                                      np.arange(len(c["data_parallel"])),
+                                                      np.arange(len(c["context_parallel"])), indexing="ij"))
+    cp = c["context_parallel"][ic]
+    gpus = c["tensor_parallel"][it] * c["pipeline_parallel"][ip] * c["data_parallel"][id_] * cp
     keep = (gpus == model.n) if model.use_all_gpus else (gpus <= model.n)
-    it, ip, id_ = it[keep], ip[keep], id_[keep]
+    keep &= ~model.validity_of_context(cp)
+    it, ip, id_, ic = it[keep], ip[keep], id_[keep], ic[keep]
     d = c["data_parallel"][id_]
     r, ib = np.nonzero(np.mod(model.batch, d[:, None] * c["microbatch_size"][None, :]) == 0)
-    it, ip, id_ = it[r], ip[r], id_[r]
+    it, ip, id_, ic = it[r], ip[r], id_[r], ic[r]
     p, m = c["pipeline_parallel"][ip], model.batch / (c["data_parallel"][id_] * c["microbatch_size"][ib])
     vs = c["interleaving"]
     ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(m, p)[:, None] == 0))
     ok &= stages.split(model.config.layers, p[:, None], vs[None, :], model.options.uneven_stages).valid
     r, iv = np.nonzero(ok)
-    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv)))
+    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv, ic[r])))
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
     """Score columns broadcast over ``[shapes, *AXES]`` and the mask of distinct plans."""
-    S = len(shapes["tensor_parallel"])
-    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, 1, 1, 1, 1) for k in SHAPE}
+    S, n = len(shapes["tensor_parallel"]), 1 + len(AXES)
+    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, *[1] * len(AXES)) for k in SHAPE}
     for axis, name in enumerate(AXES, start=1):
-        shape = [1] * 5
+        shape = [1] * n
         shape[axis] = len(allowed[name])
-        raw = [memory.RECOMPUTE.index(r) for r in allowed[name]] if name == "recompute" else list(allowed[name])
+        raw = [CATEGORIES[name].index(r) for r in allowed[name]] if name in CATEGORIES else list(allowed[name])
         values[name] = np.array(raw).reshape(shape)
     cols = model.score(model.plan_arrays(values))
-    t, d = values["tensor_parallel"], values["data_parallel"]
-    distinct = np.ones((S, 1, 1, 1, 1), bool)
-    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", d == 1), ("dp_overlap", d == 1)):
+    t, shards = values["tensor_parallel"], values["data_parallel"] * values["context_parallel"]
+    fsdp = values["fsdp"].astype(bool)
+    distinct = np.ones((S, *[1] * len(AXES)), bool)
+    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", (shards == 1) | fsdp),
+                        ("dp_overlap", (shards == 1) | fsdp), ("fsdp", shards == 1)):
         if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
             distinct = distinct & ~(inert & values[name].astype(bool))
     return values, cols, distinct
@@ -180,15 +187,16 @@ class Megatron3DSearch(SearchEngine):
         out = {k: allowed[k][0][shapes[k][where[0]]] for k in SHAPE}
         for i, name in enumerate(AXES, start=1):
             out[name] = allowed[name][0][where[i]]
-        out["recompute"] = np.array([memory.RECOMPUTE.index(r) for r in out["recompute"]], dtype=np.int64)
+        for name, labels in CATEGORIES.items():
+            out[name] = np.array([labels.index(r) for r in out[name]], dtype=np.int64)
         return out
 
     @staticmethod
     def _vectors(allowed, shapes, where) -> np.ndarray:
         """The space vectors (choice indices) of plans at grid positions ``where`` (unravelled)."""
-        codes = [allowed[k][1][shapes[k][where[0]]] for k in SHAPE]
-        codes += [allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)]
-        return np.column_stack(codes).astype(float)
+        codes = {k: allowed[k][1][shapes[k][where[0]]] for k in SHAPE}
+        codes.update({name: allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
+        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:

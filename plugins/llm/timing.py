@@ -49,12 +49,13 @@ from optmap import collectives as coll
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-from . import memory, stages
+from . import attention as attn
+from . import context, memory, offload, sharding, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
 PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
-         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s")
+         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s", "cp_comm_s", "fsdp_comm_s", "offload_s")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ class Plans:
     sp: np.ndarray
     zero: np.ndarray
     overlap: np.ndarray
+    cp: np.ndarray = 1.0  # context-parallel size (:mod:`.context`)
+    ep: np.ndarray = 1.0  # expert-parallel size
+    fsdp: np.ndarray = False  # fully sharded data parallel (:mod:`.sharding`)
+    offload: np.ndarray = 0  # index into :data:`.offload.OFFLOAD`
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class Links:
     pp_bw: np.ndarray
     pp_lat: np.ndarray
     pp_crosses_nodes: np.ndarray
+    cp_bw: np.ndarray = np.inf  # one ring step between context-parallel neighbours
+    cp_lat: np.ndarray = 0.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,9 @@ class Options:
     uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
     gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
     weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
+    attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
+    fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
+    host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,7 @@ class LayerTimes:
     core: np.ndarray  # the attention core, forward (what selective recomputation redoes)
     qkv: np.ndarray  # the QKV GEMM's backward (its GEMMs hide the column-parallel collectives)
     mlp_in: np.ndarray  # the MLP-in GEMM's backward (likewise)
+    core_backward: np.ndarray = 0.0  # the attention core, backward (hides the context-parallel ring)
 
 
 def optimizer_bytes(grad_bytes: float) -> float:
@@ -129,32 +140,31 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None) -> LayerTimes:
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None,
+                  attention: str = "flash") -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
     backward reads and writes twice their forward traffic. ``linear`` prices the four linear
-    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``."""
+    GEMMs (FP8 recipes, :mod:`.precision`); the attention core (:mod:`.attention`, fused or not)
+    and element-wise kernels use ``dev``."""
     lin = linear or dev
-    s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
+    s, h = cfg.seq_len, cfg.d_model
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
     qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
     proj = lin.gemm_times(tok, h, cfg.inner / t)  # row-parallel
     mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
     mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
-    heads = np.asarray(b, float) * a / t
-    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
-    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
+    core_f, core_b = attn.core_times(cfg, dev, b, t, attention)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
     # the activation reads and writes the MLP shard (and the gated product when gated)
     rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
     act_bytes = 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
     elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
-    gemms = (qkv, proj, mlp_in, mlp_out, scores, context)
-    core = scores[0] + context[0] + softmax_dropout
-    forward = sum(g[0] for g in gemms) + softmax_dropout + elementwise
-    backward = sum(g[1] for g in gemms) + 2.0 * (softmax_dropout + elementwise)
-    return LayerTimes(forward, backward, core, qkv[1], mlp_in[1])
+    gemms = (qkv, proj, mlp_in, mlp_out)
+    forward = sum(g[0] for g in gemms) + core_f + elementwise
+    backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise
+    return LayerTimes(forward, backward, core_f, qkv[1], mlp_in[1], core_b)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -185,18 +195,33 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`)."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
+    cp = np.asarray(plans.cp, float)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
     m = batch / (d * b)  # micro-batches per pipeline per iteration
+    shards = d * cp  # ranks holding the same weights: gradients reduced, optimizer sharded over them
+    fsdp = np.asarray(plans.fsdp, bool) & (shards > 1)
+    off_act, off_opt = offload.activations_offloaded(plans.offload), offload.optimizer_offloaded(plans.offload)
     layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
+    bt = context.tokens_per_rank(b, cp)  # a context-parallel rank works on s/cp tokens per sequence
 
-    lt = layer_compute(cfg, dev, b, t, sp, linear)
+    lt = layer_compute(cfg, dev, bt, t, sp, linear, opts.attention)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
-    tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
+    tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts)
+    ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
+    cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
+    layer_params = cfg.layer_params / t  # one layer's tensor-parallel shard
+    gather_f, gather_b = sharding.layer_exposed(layer_params, opts.grad_bytes, shards, links.dp_bw, links.dp_lat,
+                                                f_layer, b_layer)
+    fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
+    act_layer = memory.layer_activations(cfg, bt, t, sp, rc, opts.gemm_input_bytes, opts.attention,
+                                         opts.fused_swiglu)
+    offload_layer = np.where(off_act, offload.activation_exposed(act_layer, opts.host_bandwidth, f_layer,
+                                                                 b_layer + rec_layer), 0.0)
 
     # first stage: embedding lookup and its TP reduction; last stage: logits GEMM and the loss
-    tok = b * s
+    tok = bt * s
     emb_f = dev.memory_time(ACT_BYTES * tok * h, kernels=1)
     emb_comm = np.where(t > 1, coll.allreduce(ACT_BYTES * tok * h, t, links.tp_bw, links.tp_lat), 0.0)
     logits_f, logits_b = dev.gemm_times(tok, vocab / t, h)
@@ -226,7 +251,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     last_extra = head + 2.0 * head_comm
     # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
     # one or the last (layers + logits and loss); with p = 1 one device runs everything
-    per_layer = f_layer + b_layer + rec_layer + tp_layer
+    per_layer = f_layer + b_layer + rec_layer + tp_layer + cp_layer + fsdp_layer + offload_layer
     busy_first = layout.first_device * per_layer + first_extra
     busy_last = layout.last_device * per_layer + last_extra
     busy_middle = np.where(middle, layout.middle_device * per_layer, 0.0)
@@ -241,15 +266,19 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     stage = per_stage * per_layer + p2p + accumulate
     bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
-    zero = np.asarray(plans.zero, bool) & (d > 1)
-    reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
-                      coll.allreduce(grads, d, links.dp_bw, links.dp_lat))
-    gather = np.where(zero, coll.allgather(ACT_BYTES * stage_params, d, links.dp_bw, links.dp_lat), 0.0)
+    zero = np.asarray(plans.zero, bool) & (shards > 1)
+    reduce = np.where(zero, coll.reduce_scatter(grads, shards, links.dp_bw, links.dp_lat),
+                      coll.allreduce(grads, shards, links.dp_bw, links.dp_lat))
+    gather = np.where(zero, coll.allgather(ACT_BYTES * stage_params, shards, links.dp_bw, links.dp_lat), 0.0)
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
-    dp_comm = np.where(d > 1, exposed + gather, 0.0)
+    dp_comm = np.where((shards > 1) & ~fsdp, exposed + gather, 0.0)  # FSDP reduced layer by layer
     emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
-    optimizer = dev.memory_time(opts.optimizer_bytes * stage_params / np.where(zero, d, 1.0), kernels=4)
+    sharded = zero | fsdp
+    local = stage_params / np.where(sharded, shards, 1.0)  # parameters this GPU steps
+    optimizer = dev.memory_time(opts.optimizer_bytes * local, kernels=4)
+    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, memory.STATE_BYTES * local, opts.host_bandwidth),
+                         optimizer)
 
     parts = {
         "forward_s": m * fwd_stage,
@@ -262,32 +291,41 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "grad_accumulation_s": m * accumulate,
         "dp_comm_s": dp_comm + emb_sync,
         "optimizer_s": optimizer,
+        "cp_comm_s": m * per_stage * cp_layer,
+        "fsdp_comm_s": m * per_stage * fsdp_layer,
+        "offload_s": m * per_stage * offload_layer,
     }
     time = sum(parts.values())
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
-    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes)
-    in_flight = memory.in_flight_micro_batches(p, v, m)
-    first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
-    middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
-    working = np.where(rc == memory.FULL,
-                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes), 0.0)
-    logits = 6.0 * s * b * vocab / t
-    last_act = act_layer * layout.last_device + logits
+
+    def held(layers, micro_batches):  # layer activations a device keeps; offloaded: two layers' worth
+        return act_layer * np.where(off_act, np.minimum(offload.RESIDENT_LAYERS, layers * micro_batches),
+                                    layers * micro_batches)
+
+    first_act = held(layout.first_device, memory.in_flight_micro_batches(p, v, m)) \
+        + s * bt * h * schedule.in_flight(p, m) / split
+    # the second stage holds the most of the middle ones: one micro-batch fewer than the first
+    middle_act = np.where(middle, held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1)), 0.0)
+    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes,
+                                                                   opts.attention, opts.fused_swiglu), 0.0)
+    logits = 6.0 * s * bt * vocab / t
+    last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state = memory.static_bytes(stage_params, zero, d)
+    weights, gradients, state = sharding.static_bytes(stage_params, layer_params, fsdp, zero, shards)
+    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
     stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
                               np.where(middle, layout.middle_device, 0.0))
     copies = opts.weight_copy_bytes * stage_layers * cfg.layer_params / t
     total = weights + copies + gradients + state + activations
-    gpus = t * p * d
+    gpus = t * p * d * cp
     return {
         "time": time, **parts,
         "throughput": batch * s / time,  # tokens per second
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
-        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc) / (time * gpus) / 1e12,
+        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12,
         "gpus": gpus,
         "memory_weights": weights, "memory_weight_copies": copies,
         "memory_gradients": gradients, "memory_optimizer": state,
@@ -303,13 +341,13 @@ def model_flops(cfg: TransformerConfig, batch: int) -> float:
     return 3.0 * batch * cfg.flops_fwd()
 
 
-def hardware_flops(cfg: TransformerConfig, batch: int, recompute) -> np.ndarray:
+def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str = "unfused") -> np.ndarray:
     """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
     layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
     ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
     ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
     layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
-    core = 4.0 * cfg.seq_len**2 * cfg.inner
+    core = attn.recomputed_core_flops(cfg, attention)
     rc = np.asarray(recompute)
     again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
     return model_flops(cfg, batch) + batch * cfg.layers * again
