@@ -179,10 +179,11 @@ def plan_links(system: System, t, d, p, cp=1) -> dict[str, np.ndarray]:
     """
     t, d, p, cp = (np.asarray(x, dtype=np.int64) for x in (t, d, p, cp))
     t, d, p, cp = np.broadcast_arrays(t, d, p, cp)
-    keys = np.stack([t.ravel(), d.ravel(), p.ravel(), cp.ravel()], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)  # place each (t, d, p, cp) once
+    radix = int(max(t.max(initial=1), d.max(initial=1), p.max(initial=1), cp.max(initial=1))) + 1
+    key = ((t.ravel() * radix + d.ravel()) * radix + p.ravel()) * radix + cp.ravel()  # one int per (t, d, p, cp)
+    uniq, inverse = np.unique(key, return_inverse=True)  # place each (t, d, p, cp) once
     inverse = inverse.ravel()
-    ut, ud, up, uc = uniq.T
+    ut, ud, up, uc = (uniq // radix**3, uniq // radix**2 % radix, uniq // radix % radix, uniq % radix)
     if "gpus_per_node" in system.params:
         q = system.params
         gpn = int(q["gpus_per_node"])

@@ -62,7 +62,22 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
     ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(m, p)[:, None] == 0))
     ok &= stages.split(model.config.layers, p[:, None], vs[None, :], model.options.uneven_stages).valid
     r, iv = np.nonzero(ok)
-    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv, ic[r])))
+    it, ip, id_, ib, ic = it[r], ip[r], id_[r], ib[r], ic[r]
+    keep = ~has_data_parallel_twin(c, c["data_parallel"][id_], c["microbatch_size"][ib], c["context_parallel"][ic])
+    return dict(zip(SHAPE, (it[keep], ip[keep], id_[keep], ib[keep], iv[keep], ic[keep])))
+
+
+def has_data_parallel_twin(c: dict[str, np.ndarray], d, b, cp) -> np.ndarray:
+    """Shapes whose context parallelism ``cp`` divides the micro-batch ``b``: the same plan with
+    ``d·cp`` data-parallel replicas of micro-batch ``b/cp`` and no context parallelism holds as
+    many tokens per rank, as many micro-batches, the same weights over the same ranks, so the same
+    memory, and takes as long less the ring (:mod:`.context`): it is as good or better in every
+    metric. Such shapes are left out where that twin is in the allowed space (nothing pinned away)."""
+    c = {k: np.asarray(c[k], float) for k in ("data_parallel", "microbatch_size", "context_parallel")}
+    d, b, cp = (np.asarray(x, float) for x in (d, b, cp))
+    divides = (cp > 1) & (np.mod(b, cp) == 0)
+    return divides & np.isin(d * cp, c["data_parallel"]) & np.isin(b / cp, c["microbatch_size"]) \
+        & np.isin(1.0, c["context_parallel"])
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
@@ -128,6 +143,50 @@ def pareto_rows(F: np.ndarray, chunk: int = 256) -> np.ndarray:
     return np.array(front, dtype=np.int64)
 
 
+class Grid:
+    """The distinct valid plans of ``shapes`` broadcast over :data:`AXES` (the first ``budget``),
+    scored: objectives ``F`` and ``violation`` per plan, and their decisions on demand."""
+
+    def __init__(self, model, evaluator: Evaluator, allowed: dict, shapes: dict, budget: int | None) -> None:
+        values = {k: v for k, (v, _) in allowed.items()}
+        _, self.cols, distinct = score_all(model, values, shapes)
+        self.allowed, self.shapes = allowed, shapes
+        self.full = (len(shapes["tensor_parallel"]), *(len(allowed[a][0]) for a in AXES))
+        self.flat = np.flatnonzero(np.broadcast_to(distinct, self.full))
+        self.valid = len(self.flat)
+        if budget is not None:  # a budget scores the first plans only
+            self.flat = self.flat[:budget]
+        self.n = len(self.flat)
+        self.F, self.violation = objectives(evaluator, self.column)
+
+    def column(self, name: str) -> np.ndarray:  # one entry per plan, gathered from the broadcast arrays
+        return np.broadcast_to(np.asarray(self.cols[name]), self.full).reshape(-1)[self.flat]
+
+    def columns(self, idx: np.ndarray, names) -> dict[str, np.ndarray]:
+        return {name: self.column(name)[idx] for name in names}
+
+    def where(self, idx: np.ndarray) -> tuple:
+        """Grid positions (shape index, then one per axis) of plans ``idx``."""
+        return np.unravel_index(self.flat[idx], self.full)
+
+    def decisions(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Decision values (categories as indices) of plans ``idx``."""
+        where = self.where(idx)
+        out = {k: self.allowed[k][0][self.shapes[k][where[0]]] for k in SHAPE}
+        for i, name in enumerate(AXES, start=1):
+            out[name] = self.allowed[name][0][where[i]]
+        for name, labels in CATEGORIES.items():
+            out[name] = np.array([labels.index(r) for r in out[name]], dtype=np.int64)
+        return out
+
+    def vectors(self, idx: np.ndarray) -> np.ndarray:
+        """The space vectors (choice indices) of plans ``idx``."""
+        where = self.where(idx)
+        codes = {k: self.allowed[k][1][self.shapes[k][where[0]]] for k in SHAPE}
+        codes.update({name: self.allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
+        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
+
+
 class Megatron3DSearch(SearchEngine):
     """Exhaustive vectorised search of the megatron-3d formulation (a proven optimum)."""
 
@@ -149,54 +208,27 @@ class Megatron3DSearch(SearchEngine):
         if S == 0:
             raise OptmapError(f"no plan satisfies Megatron-LM's rules with the pinned decisions "
                               f"{evaluator.space.pinned}: {self._why(model, evaluator)}")
-        values, cols, distinct = score_all(model, {k: v for k, (v, _) in allowed.items()}, shapes)
-        full = (S, *(len(allowed[a][0]) for a in AXES))
-        flat = np.flatnonzero(np.broadcast_to(distinct, full))
-        valid = len(flat)
-        if evaluator.remaining_evaluations is not None:  # a budget scores the first plans only
-            flat = flat[:evaluator.remaining_evaluations]
-        n = len(flat)
-
-        def column(name):  # one entry per plan, gathered from the broadcast score arrays
-            return np.broadcast_to(np.asarray(cols[name]), full).reshape(-1)[flat]
-
-        F, violation = objectives(evaluator, column)
+        grid = Grid(model, evaluator, allowed, shapes, evaluator.remaining_evaluations)
+        F, violation, valid, n = grid.F, grid.violation, grid.valid, grid.n
         ok = np.flatnonzero(violation <= 0)
-        first = F[ok, 0]
-        head = np.argpartition(first, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
-        best = ok[head[np.argsort(first[head], kind="stable")]]
+        firsts = F[ok, 0]
+        head = np.argpartition(firsts, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
+        best = ok[head[np.argsort(firsts[head], kind="stable")]]
         keep = np.union1d(best, ok[pareto_rows(F[ok])]) if F.shape[1] > 1 and len(ok) else best
         if not len(ok):
             keep = np.argmin(violation)[None]
-        X = self._vectors(allowed, shapes, np.unravel_index(flat[keep], full))
+        X = grid.vectors(keep)
         evaluator.record(X, F[keep], violation[keep], count=n)
+        extra = {"valid_plans": valid, "shapes_priced": S}
         if not len(ok) and n < valid:
-            return {"valid_plans": valid, "shapes_priced": S}
+            return extra
         if not len(ok):
             report = model.evaluate(evaluator.space.decode(X[0]))
             closest = f"the closest: {report.reason}" if report.reason else "every plan breaks a [constraints] limit"
             raise OptmapError(f"none of the {n:,} valid plans is feasible; {closest}")
-        rows = model.describe(self._decisions(allowed, shapes, np.unravel_index(flat[best], full)),
-                              {name: column(name)[best] for name in ("time", "throughput", "memory_gib")})
-        model.ranking = (tuple(self._vectors(allowed, shapes, np.unravel_index(flat[best[:1]], full))[0]), rows)
-        return {"valid_plans": valid, "shapes_priced": S}
-
-    @staticmethod
-    def _decisions(allowed, shapes, where) -> dict[str, np.ndarray]:
-        """Decision values (recompute as 0/1/2) of plans at grid positions ``where`` (unravelled)."""
-        out = {k: allowed[k][0][shapes[k][where[0]]] for k in SHAPE}
-        for i, name in enumerate(AXES, start=1):
-            out[name] = allowed[name][0][where[i]]
-        for name, labels in CATEGORIES.items():
-            out[name] = np.array([labels.index(r) for r in out[name]], dtype=np.int64)
-        return out
-
-    @staticmethod
-    def _vectors(allowed, shapes, where) -> np.ndarray:
-        """The space vectors (choice indices) of plans at grid positions ``where`` (unravelled)."""
-        codes = {k: allowed[k][1][shapes[k][where[0]]] for k in SHAPE}
-        codes.update({name: allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
-        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
+        model.ranking = (tuple(grid.vectors(best[:1])[0]),
+                         model.describe(grid.decisions(best), grid.columns(best, ("time", "throughput", "memory_gib"))))
+        return extra
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:

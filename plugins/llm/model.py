@@ -105,7 +105,7 @@ class Megatron3DCostModel(CostModel):
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
         max_context_parallel: ints(1, 4096) = 32,
-        offload: tuple[Literal["none", "optimizer", "activations", "both"], ...] = OFFLOAD,
+        offload: tuple[Literal["none", "optimizer", "activations", "both"], ...] = ("none",),
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -132,7 +132,9 @@ class Megatron3DCostModel(CostModel):
         ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
         its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
         ``max_context_parallel`` bounds ``context_parallel``; ``offload`` the settings the search
-        may use (:mod:`.offload`; the host link is the topology's ``host_gbps``)."""
+        may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
+        only trades time for memory and multiplies the plans by four, so the search tries it when asked,
+        e.g. ``offload = ["none", "optimizer", "activations", "both"]``)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "

@@ -295,7 +295,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "fsdp_comm_s": m * per_stage * fsdp_layer,
         "offload_s": m * per_stage * offload_layer,
     }
-    time = sum(parts.values())
+    time = summed(parts.values())
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
@@ -319,7 +319,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
                               np.where(middle, layout.middle_device, 0.0))
     copies = opts.weight_copy_bytes * stage_layers * cfg.layer_params / t
-    total = weights + copies + gradients + state + activations
+    total = summed((weights, copies, gradients, state, activations))
     gpus = t * p * d * cp
     return {
         "time": time, **parts,
@@ -333,6 +333,16 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "memory": total,
         "feasible": total <= memory_capacity - opts.memory_reserve,
     }
+
+
+def summed(terms) -> np.ndarray:
+    """The sum of arrays that broadcast together, in one buffer of the full shape (a search
+    broadcasts millions of plans: one allocation instead of one per term)."""
+    terms = list(terms)
+    out = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in terms)))
+    for x in terms:
+        out += x
+    return out
 
 
 def model_flops(cfg: TransformerConfig, batch: int) -> float:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from optmap.cli import main
+from optmap.plugins.llm.engine import has_data_parallel_twin
 from optmap.problem import load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -62,7 +63,10 @@ def test_fixing_some_decisions_searches_the_rest(tmp_path):
     shards, fsdp = v["data_parallel"] * v["context_parallel"], v["fsdp"]
     distinct = ~(((v["tensor_parallel"] == 1) & v["sequence_parallel"])
                  | (((shards == 1) | fsdp) & (v["optimizer_sharding"] | v["dp_overlap"]))
-                 | ((shards == 1) & fsdp))
+                 | ((shards == 1) & fsdp)
+                 # and a context-parallel plan whose data-parallel twin is as good (engine docstring)
+                 | has_data_parallel_twin({v.name: [v.pinned] if v.is_pinned else v.choices for v in problem.space.variables},
+                                          v["data_parallel"], v["microbatch_size"], v["context_parallel"]))
     want = np.sort(cols["time"][cols["feasible"] & distinct])[:5]
     top = result["report"]["tables"]["top_plans"]
     assert all(r["tensor"] == 4 and r["recompute"] == "selective" for r in top)

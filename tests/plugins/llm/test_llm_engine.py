@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from optmap.plugins.llm.engine import pareto_rows, plan_table
+from optmap.plugins.llm.engine import has_data_parallel_twin, pareto_rows, plan_table
 from optmap.run import solve
 from optmap.search import Budget, Evaluator, pareto_mask
 
@@ -22,7 +22,10 @@ def _brute_force(model, space=None):
     # the optimizer and reduces layer by layer, so ZeRO-1 and overlap beside it cannot act)
     shards = plans.dp * plans.cp
     inert = ((plans.tp == 1) & plans.sp) | (((shards == 1) | plans.fsdp) & (plans.zero | plans.overlap)) \
-        | ((shards == 1) & plans.fsdp)
+        | ((shards == 1) & plans.fsdp) \
+        | has_data_parallel_twin({v.name: [v.pinned] if v.is_pinned else v.choices for v in (space or model.space).variables},
+                                 plans.dp, plans.mb,
+                                 plans.cp)  # a context-parallel plan whose data-parallel twin is as good
     return rows[valid & ~inert]
 
 
@@ -149,6 +152,6 @@ def test_top_plans_belong_to_the_best_plan_of_the_search_only():
     p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
     best = solve(p)
     other = solve(dataclasses.replace(p, fixed={"tensor_parallel": 2}), engine="random", seed=0,
-                  budget=Budget(evaluations=50))
+                  budget=Budget(evaluations=200))  # (issue 25: a larger space, fewer valid samples)
     assert "top_plans" in best.report.tables
     assert other.best.as_dict() != best.best.as_dict() and "top_plans" not in other.report.tables
