@@ -40,7 +40,7 @@ from optmap.workload import Workload
 
 from . import export as launch
 from . import attention as attn
-from . import context, memory, offload, precision, stages, timing
+from . import context, memory, offload, precision, reasons, stages, timing
 from .cluster import plan_links
 from .offload import OFFLOAD
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
@@ -348,26 +348,7 @@ class Megatron3DCostModel(CostModel):
                                      int(np.asarray(lay.last_chunk))]}
 
     def _reason(self, plan: dict, cols: dict) -> str:
-        t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
-        b, v, cp = plan["microbatch_size"], plan["interleaving"], plan["context_parallel"]
-        if (t * p * d * cp != self.n) if self.use_all_gpus else (t * p * d * cp > self.n):
-            rel = "differs from" if self.use_all_gpus else "exceeds"
-            return f"tensor × pipeline × context × data = {t * p * d * cp} GPUs {rel} the system's {self.n}"
-        if cp > 1 and (self.config.seq_len % (2 * cp) or self.options.attention != "flash"):
-            return (f"context_parallel {cp} needs seq_len {self.config.seq_len} divisible by 2 × {cp} and fused "
-                    f"attention ([cost] attention = \"flash\"), as Megatron-Core's ring attention does")
-        if self.batch % (d * b):
-            return f"batch {self.batch} is not divisible by data_parallel × microbatch_size = {d * b}"
-        if v > 1 and (p == 1 or (self.batch // (d * b)) % p):
-            return (f"interleaving {v} needs pipeline_parallel > 1 and micro-batches divisible by pipeline_parallel")
-        if not bool(stages.split(self.config.layers, p, v, self.options.uneven_stages).valid):
-            return (f"pipeline {p} × interleaving {v} = {p * v} model chunks cannot split {self.config.layers} "
-                    f"layers with uneven_stages = \"{self.options.uneven_stages}\" (balanced: a divisor of the "
-                    f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving)")
-        limit = (self.capacity - self.options.memory_reserve) / GIB
-        if cols["memory_gib"] > limit:
-            return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
-        return ""
+        return reasons.why_not(self, plan, cols["memory_gib"])
 
     def describe(self, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
         """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""
