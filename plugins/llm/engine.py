@@ -68,16 +68,18 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
 
 
 def has_data_parallel_twin(c: dict[str, np.ndarray], d, b, cp) -> np.ndarray:
-    """Shapes whose context parallelism ``cp`` divides the micro-batch ``b``: the same plan with
-    ``d·cp`` data-parallel replicas of micro-batch ``b/cp`` and no context parallelism holds as
-    many tokens per rank, as many micro-batches, the same weights over the same ranks, so the same
-    memory, and takes as long less the ring (:mod:`.context`): it is as good or better in every
-    metric. Such shapes are left out where that twin is in the allowed space (nothing pinned away)."""
+    """Plans whose context parallelism ``cp`` and micro-batch ``b`` share a factor ``g = gcd(b, cp) > 1``:
+    the same plan with ``cp/g``, ``d·g`` data-parallel replicas and micro-batch ``b/g`` holds as many
+    tokens per rank (``b/cp``), runs as many micro-batches, keeps the same weights over the same
+    ``d·cp`` ranks (so the same memory, tensor and gradient links) and a shorter ring (``cp/g − 1``
+    steps of the same bytes, each beside a block of attention ``g`` times longer, over a group that
+    spans no more nodes, :mod:`.context`), so it is as good or better in every metric. Such plans are left out
+    where that twin is in the allowed space (nothing pinned away)."""
     c = {k: np.asarray(c[k], float) for k in ("data_parallel", "microbatch_size", "context_parallel")}
     d, b, cp = (np.asarray(x, float) for x in (d, b, cp))
-    divides = (cp > 1) & (np.mod(b, cp) == 0)
-    return divides & np.isin(d * cp, c["data_parallel"]) & np.isin(b / cp, c["microbatch_size"]) \
-        & np.isin(1.0, c["context_parallel"])
+    g = np.gcd(b.astype(np.int64), cp.astype(np.int64)).astype(float)
+    return (g > 1) & np.isin(d * g, c["data_parallel"]) & np.isin(b / g, c["microbatch_size"]) \
+        & np.isin(cp / g, c["context_parallel"])
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):

@@ -87,3 +87,20 @@ def test_cp_time_part_is_the_ring_of_every_layer_and_micro_batch():
     m_batches, busiest = 16, 8  # micro-batches per pipeline (batch 16, d 1, b 1); the middle stages' 8 layers
     part = {row["part"]: row["seconds"] for row in r.tables["time_breakdown"]}
     assert part["context-parallel ring"] == pytest.approx(m_batches * busiest * float(fwd + bwd))
+
+
+def test_leaving_out_twin_dominated_cp_plans_keeps_the_optimum():
+    # brute force over every valid plan of a small space, twins included: the engine's best is the minimum
+    from optmap.run import solve
+    from test_llm_model import problem
+
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=2)
+    m = p.cost_model
+    rows = np.concatenate(list(m.space.grid()))
+    plans = m.plan_arrays(m.values(rows))
+    valid = ~np.logical_or.reduce(list(m.validity(plans).values()))
+    cols = m.evaluate_batch(rows[valid])
+    assert (m.values(rows[valid])["context_parallel"] > 1).any()
+    for metric in ("time", "memory_gib"):
+        single = type(p)(**{**p.__dict__, "objectives": (metric,), "senses": ("min",)})
+        assert solve(single).values[metric] == pytest.approx(cols[metric][cols["feasible"]].min())
