@@ -6,9 +6,9 @@ priced once per shape and only the cheap sums run over the switch settings; the 
 this). Per pipeline stage and micro-batch (``L/p`` layers):
 
 * compute (:func:`layer_compute`): the layer's four weight GEMMs per tensor-parallel rank (QKV,
-  projection, MLP in and out), the attention core as batched GEMMs over the local heads (scores
-  and context) and the memory-bound kernels (LayerNorms, bias-dropout-residuals, activation,
-  softmax and attention dropout), priced by :mod:`.compute`. Backward: the GEMMs' input and
+  projection, MLP in and out), the attention core over the local heads (:mod:`.attention`: fused
+  flash attention, or unfused scores, softmax and dropout) and the memory-bound kernels
+  (LayerNorms, bias-dropout-residuals, activation), priced by :mod:`.compute`. Backward: the GEMMs' input and
   weight gradients as the compute model prices them (twice the forward for the fitted roofline)
   and twice the element-wise traffic. Recomputation
   adds one layer forward (``full``) or the attention core (``selective``: scores, softmax,
@@ -36,6 +36,13 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   the last micro-batch's backward pass is exposed. The tied embedding's gradient is All-Reduced
   between first and last stage. The optimizer step reads and writes ``optimizer_bytes`` per
   local parameter (:func:`optimizer_bytes`).
+
+* issue 25's decisions: context parallelism (:mod:`.context`) prices every per-token term as a
+  micro-batch of ``b/cp`` sequences and adds the ring's exposed steps; FSDP (:mod:`.sharding`)
+  adds each layer's exposed gathers and reduce-scatter per micro-batch and drops the final
+  gradient reduction; offloading (:mod:`.offload`) adds each layer's exposed activation transfers
+  and streams the optimizer state over the host link. Gradients are reduced and optimizer state
+  sharded over the ``d·cp`` ranks that hold the same weights.
 
 Memory per GPU follows :mod:`.memory`.
 """
