@@ -69,6 +69,9 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     if fsdp and shards > 1:  # ZeRO-3 (:mod:`.sharding`)
         args += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", "optim_grads_params"),
                  ("--ckpt-format", "fsdp_dtensor")]
+        if not model.options.fsdp_reshard:
+            notes.append("fsdp_reshard_after_forward = false: Megatron-LM's --torch-fsdp2-no-reshard-after-forward "
+                         "is for torch FSDP2, which refuses pipeline parallelism; Megatron-FSDP has no such flag")
     elif plan["optimizer_sharding"] and shards > 1:
         args.append(("--use-distributed-optimizer", None))
     if plan["dp_overlap"] and shards > 1 and not fsdp:

@@ -105,6 +105,7 @@ class Megatron3DCostModel(CostModel):
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
         max_context_parallel: ints(1, 4096) = 32,
+        fsdp_reshard_after_forward: bool = True,
         offload: tuple[Literal["none", "optimizer", "activations", "both"], ...] = ("none",),
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
@@ -131,7 +132,8 @@ class Megatron3DCostModel(CostModel):
         attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
         ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
         its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
-        ``max_context_parallel`` bounds ``context_parallel``; ``offload`` the settings the search
+        ``max_context_parallel`` bounds ``context_parallel``; ``fsdp_reshard_after_forward`` FSDP
+        gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
         may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
         only trades time for memory and multiplies the plans by four, so the search tries it when asked,
         e.g. ``offload = ["none", "optimizer", "activations", "both"]``)."""
@@ -216,6 +218,7 @@ class Megatron3DCostModel(CostModel):
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
                                       gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes,
                                       attention=attention, fused_swiglu=fused_swiglu,
+                                      fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)

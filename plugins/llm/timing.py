@@ -118,6 +118,7 @@ class Options:
     attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
     fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
     host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
+    fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
     layer_params = cfg.layer_params / t  # one layer's tensor-parallel shard
     gather_f, gather_b = sharding.layer_exposed(layer_params, opts.grad_bytes, shards, links.dp_bw, links.dp_lat,
-                                                f_layer, b_layer)
+                                                f_layer, b_layer, opts.fsdp_reshard)
     fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
     act_layer = memory.layer_activations(cfg, bt, t, sp, rc, opts.gemm_input_bytes, opts.attention,
                                          opts.fused_swiglu)
@@ -320,7 +321,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     logits = 6.0 * s * bt * vocab / t
     last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state = sharding.static_bytes(stage_params, layer_params, fsdp, zero, shards)
+    weights, gradients, state = sharding.static_bytes(stage_params, layer_params, fsdp, zero, shards,
+                                                      opts.fsdp_reshard)
     state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
     stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),

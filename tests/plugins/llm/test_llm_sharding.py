@@ -29,6 +29,12 @@ def test_fsdp_gathers_and_reduce_scatter_by_hand():
     # Forward 2 ms hides 2 of the gather's 3.5; backward 8 ms hides 8 of gather + scatter 10.5
     fwd, bwd = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 0.0, 2e-3, 8e-3)
     assert float(fwd) == pytest.approx(1.5e-3) and float(bwd) == pytest.approx(2.5e-3)
+    # without resharding after forward (Llama 3's FSDP, FSDP2 reshard_after_forward=False) the backward
+    # only reduce-scatters: 7 ms beside 8 ms, hidden; the stage's 1e9 weights stay gathered (2e9 bytes)
+    fwd, bwd = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 0.0, 2e-3, 8e-3, reshard=False)
+    assert float(fwd) == pytest.approx(1.5e-3) and float(bwd) == 0.0
+    w, g, s = sharding.static_bytes(1e9, 1e8, np.array(True), np.array(False), 8.0, reshard=False)
+    assert float(w) == pytest.approx(2e9 / 8 + 2e9)
 
 
 def test_offload_by_hand():
