@@ -106,3 +106,19 @@ def test_export_of_cp_fsdp_and_offload(tmp_path):
     assert zero["stage"] == 3 and zero["offload_optimizer"]["device"] == "cpu"
     assert json.loads(config)["activation_checkpointing"]["cpu_checkpointing"] is True
     assert any("context_parallel = 2" in n for n in notes)
+
+
+def test_host_link_of_each_topology():
+    # datasheets: PCIe Gen4 x16 on DGX A100 (32 GB/s each way), Gen5 x16 on DGX H100 / B200 (64 GB/s),
+    # NVLink-C2C on GB200 (900 GB/s bidirectional: 450 GB/s each way); option host_gbps overrides
+    from optmap.plugins.hardware.accelerators import A100
+    from optmap.plugins.llm.cluster import dgx_a100, dgx_b200, dgx_h100, gb200_nvl72
+    from optmap.system import GroupSpec
+
+    groups = [GroupSpec(A100, 16)]
+    assert [f(groups).params["host_bandwidth"] for f in (dgx_a100, dgx_h100, dgx_b200, gb200_nvl72)] == \
+        [32e9, 64e9, 64e9, 450e9]
+    assert dgx_h100(groups, host_gbps=256.0).params["host_bandwidth"] == 32e9
+    # and the cost model reads it
+    m = problem(gpus=64).cost_model
+    assert m.options.host_bandwidth == 32e9
