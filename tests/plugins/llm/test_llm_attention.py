@@ -86,3 +86,19 @@ def test_llama3_405b_published_layouts_are_feasible(gpus, data):
     result = solve(dataclasses.replace(p, fixed=pins))
     assert result.report.feasible and result.report.metrics["memory_gib"] <= 78
     assert all(result.best.as_dict()[k] == v for k, v in pins.items())
+
+
+def test_selective_recomputation_redoes_half_the_core_with_a_causal_flash_kernel():
+    # hardware - model FLOPs = what recomputation runs again: the core's two products, 4·s²·inner per
+    # sample and layer (Korthikanti §5), halved when the flash kernel skips the masked blocks
+    from test_llm_model import problem
+
+    B, s, layers, inner = 64, 2048, 96, 12288
+    for attn, share in (("unfused", 1.0), ("flash", 0.5)):
+        m = problem(attention=attn).cost_model
+        plan = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
+                "interleaving": 1, "recompute": "selective", "sequence_parallel": True,
+                "optimizer_sharding": False, "dp_overlap": False}
+        r = m.evaluate(m.space.mapping(plan)).metrics
+        again = (r["hardware_tflops_per_gpu"] - r["model_tflops_per_gpu"]) * 1e12 * r["time"] * 64
+        assert again == pytest.approx(share * B * layers * 4 * s * s * inner, rel=1e-9)
