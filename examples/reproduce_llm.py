@@ -21,7 +21,7 @@ import numpy as np
 from optmap.host import load_host
 from optmap.plugins.llm import calibration
 from optmap.plugins.llm.compute import A100_FIT
-from optmap.plugins.llm.published import MEGATRON_SOURCES, eq3_flops
+from optmap.plugins.llm.published import MEGATRON_SOURCES, SOFTWARE_2022, eq3_flops
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "reproductions" / "llm.md"
 TEMPLATE = OUT.with_name("llm.template.md")
@@ -95,7 +95,8 @@ def main() -> None:
                     f"| {src} | {calibration.summary(err)} |")
     errors = "| constants | runs | error |\n|---|---|---|\n" + "\n".join(rows)
 
-    defaults = [replace(c, model=calibration.model_for(replace(c.run, options={}), host=host)) for c in cs]
+    # today's software options, but the attention core as the 2022 code ran it (unfused, scores stored)
+    defaults = [replace(c, model=calibration.model_for(replace(c.run, options=SOFTWARE_2022), host=host)) for c in cs]
     table2_free = [replace(c, allowed={**c.allowed, "interleaving": np.array(_choices(c, "interleaving"), dtype=object)})
                    if c.run.source == "narayanan-t2" else c for c in cs]  # Korthikanti's degrees are known
     table1_none = [replace(c, allowed={**c.allowed, "interleaving": np.array([1], dtype=object)})

@@ -34,7 +34,7 @@ import numpy as np
 import optmap
 from optmap.plugins.llm import heldout
 from optmap.plugins.llm.engine import plan_table
-from optmap.plugins.llm.memory import RECOMPUTE
+from optmap.plugins.llm.model import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reproductions" / "llm-today.md"
@@ -126,7 +126,7 @@ def predict(run: heldout.HeldOutRun) -> dict:
     else:  # none fits: the plan closest to fitting (least memory; then the fastest of those)
         i = np.lexsort((cols["time"], cols["memory_gib"]))[0]
     plan = {k: v[i].item() for k, v in values.items()}
-    plan["recompute"] = RECOMPUTE[int(plan["recompute"])]
+    plan.update({name: labels[int(plan[name])] for name, labels in CATEGORIES.items()})  # indices to labels
     report = model.evaluate(space.mapping(plan))
     predicted = float(cols["time"][i])
     row.update(predicted_s=predicted, error_percent=100.0 * (predicted / run.measured_s - 1.0),

@@ -62,11 +62,15 @@ def in_flight(stages, microbatches, stage=0, schedule: str = "1f1b") -> np.ndarr
     return m if schedule == "gpipe" else np.minimum(p - s, m)
 
 
-def interleaved_in_flight(stages, interleave) -> np.ndarray:
-    """Micro-batches of its layers' activations the first stage holds with ``v`` interleaved
-    chunks (1F1B): ``p · (1 + (p − 1)/(p v))`` (Korthikanti et al. 2022, §4.2.3)."""
-    p, v = (np.asarray(x, dtype=float) for x in (stages, interleave))
-    return p * (1.0 + (p - 1.0) / (p * v))
+def interleaved_in_flight(stages, interleave, microbatches=np.inf, stage=0) -> np.ndarray:
+    """Micro-batches of its layers' activations stage ``stage`` holds with ``v`` interleaved
+    chunks (1F1B): ``p · (1 + (p − 1)/(p v))`` for the first (Korthikanti et al. 2022, §4.2.3).
+    Megatron-LM's interleaved schedule warms up ``2(p − 1 − stage) + (v − 1)p`` chunk
+    micro-batches and holds one more, at most all ``m·v`` of the iteration
+    (``forward_backward_pipelining_with_interleaving``), so the peak is
+    ``min((p v + p − 1 − 2·stage)/v, m)`` micro-batches of the stage's ``v`` chunks."""
+    p, v, m, s = (np.asarray(x, dtype=float) for x in (stages, interleave, microbatches, stage))
+    return np.minimum((p * v + p - 1.0 - 2.0 * s) / v, m)
 
 
 def uniform_bubble_time(stages, stage_time, interleave=1) -> np.ndarray:

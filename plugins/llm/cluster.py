@@ -23,6 +23,12 @@ Constants (per direction, per GPU), each a named option in Gb/s or µs:
 * DGX H100 (NVIDIA DGX H100 datasheet, 2022): 8 × H100 SXM5 80 GB, fourth-generation NVLink
   through four NVSwitches, 900 GB/s bidirectional per GPU = 450 GB/s = 3,600 Gb/s each way;
   8 × ConnectX-7 NDR InfiniBand, 400 Gb/s each.
+* Host link (``host_bandwidth`` in ``System.params``, option ``host_gbps``; offloading,
+  :mod:`.offload`): each GPU reaches host memory over PCIe on the DGX systems, Gen4 x16 on DGX
+  A100 (DGX A100 datasheet: PCIe Gen4 switches; 32 GB/s = 256 Gb/s each way) and Gen5 x16 on DGX
+  H100 and DGX B200 (datasheets: PCIe Gen5; 64 GB/s = 512 Gb/s each way), and over NVLink-C2C on
+  GB200 (GB200 NVL72 datasheet: 900 GB/s bidirectional between each Grace CPU and its two Blackwell
+  GPUs, taken as 450 GB/s = 3,600 Gb/s each way per GPU).
 * Latencies are not datasheet figures: 1 µs per NVSwitch step and 2 µs per InfiniBand step are
   assumptions (options ``nvlink_latency_us`` / ``ib_latency_us``) of the order of NCCL's
   per-step latency; they matter only for small messages, not for the multi-megabyte collectives
@@ -73,7 +79,8 @@ def _cluster_graph(devices, n: int, intra: Link, inter: Link, gpn: int = GPUS_PE
 
 
 def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps: float,
-             nvlink_latency_us: float, ib_latency_us: float, gpn: int = GPUS_PER_NODE) -> System:
+             nvlink_latency_us: float, ib_latency_us: float, gpn: int = GPUS_PER_NODE,
+             host_gbps: float = 512.0) -> System:
     _check_count(topology, groups)
     devices, grps = assign_devices(groups)
     n = len(devices)
@@ -86,42 +93,50 @@ def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps
                         n * (2 if nodes > 1 else 1))
     params = {"gpus_per_node": gpn, "nodes": nodes,
               "intra_bandwidth": intra.bandwidth, "intra_latency": intra.latency,
-              "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency}
+              "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency,
+              "host_bandwidth": gbps_to_bytes_per_s(host_gbps)}
     return System(devices=devices, groups=grps, graph=graph, topology=topology, params=params)
 
 
 def dgx_a100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 2400.0, ib_gbps: Gbps = 200.0,
-             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
+             host_gbps: Gbps = 256.0) -> System:
     """DGX A100 nodes of 8 GPUs: NVLink 3 / NVSwitch 300 GB/s per GPU each way (2,400 Gb/s) inside a
     node, one 200 Gb/s HDR InfiniBand adapter per GPU between nodes (DGX A100 datasheet)."""
-    return _cluster("dgx-a100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+    return _cluster("dgx-a100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
+                    host_gbps=host_gbps)
 
 
 def dgx_h100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 3600.0, ib_gbps: Gbps = 400.0,
-             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
+             host_gbps: Gbps = 512.0) -> System:
     """DGX H100 nodes of 8 GPUs: NVLink 4 / NVSwitch 450 GB/s per GPU each way (3,600 Gb/s) inside a
     node, one 400 Gb/s NDR InfiniBand adapter per GPU between nodes (DGX H100 datasheet)."""
-    return _cluster("dgx-h100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+    return _cluster("dgx-h100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
+                    host_gbps=host_gbps)
 
 
 def dgx_b200(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
-             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0) -> System:
+             nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
+             host_gbps: Gbps = 512.0) -> System:
     """DGX B200 nodes of 8 GPUs: NVLink 5 / NVSwitch 900 GB/s per GPU each way (7,200 Gb/s) inside a
     node, one 400 Gb/s ConnectX-7 (InfiniBand NDR or Ethernet) adapter per GPU between nodes (DGX
     B200 datasheet: 8 single-port ConnectX-7 VPI, 400 Gb/s)."""
-    return _cluster("dgx-b200", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us)
+    return _cluster("dgx-b200", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
+                    host_gbps=host_gbps)
 
 
 def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
                 nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-                domain_gpus: ints(1, 4096) = NVL72_GPUS) -> System:
+                domain_gpus: ints(1, 4096) = NVL72_GPUS, host_gbps: Gbps = 3600.0) -> System:
     """GB200 NVL72 racks: 72 GPUs in one NVLink 5 domain through the rack's NVLink switch trays,
     900 GB/s per GPU each way (7,200 Gb/s; datasheet: 130 TB/s for 72 GPUs), and one 400 Gb/s
     ConnectX-7 InfiniBand adapter per GPU between racks (DGX GB200: four ConnectX-7 per compute
     tray of four GPUs). ``domain_gpus`` sizes the NVLink domain (36 for an NVL36 rack)."""
     if not isinstance(domain_gpus, int) or domain_gpus < 1:
         raise OptmapError(f"topology 'gb200-nvl72': domain_gpus must be a positive integer, got {domain_gpus!r}")
-    return _cluster("gb200-nvl72", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us, domain_gpus)
+    return _cluster("gb200-nvl72", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us, domain_gpus,
+                    host_gbps)
 
 
 def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:
@@ -144,35 +159,43 @@ def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:
     return Link(system.subset_bandwidth(ring), system.subset_latency(ring))
 
 
-def plan_links(system: System, t, d, p) -> dict[str, np.ndarray]:
-    """Links of Megatron's groups for arrays of (tensor, data, pipeline) sizes that broadcast.
+def plan_links(system: System, t, d, p, cp=1) -> dict[str, np.ndarray]:
+    """Links of Megatron's groups for arrays of (tensor, data, pipeline, context) sizes that broadcast.
 
-    Rank order is Megatron's: tensor-parallel ranks consecutive, data-parallel ranks ``t`` apart,
-    pipeline stages ``t·d`` apart. Every group of the plan is priced over the links it uses and
+    Rank order is Megatron-Core's default ``tp-cp-ep-dp-pp``: tensor-parallel ranks consecutive,
+    context-parallel ranks ``t`` apart, data-parallel ranks ``t·cp`` apart, pipeline stages
+    ``t·cp·d`` apart (``cp = 1``: Megatron-LM's tensor-data-pipeline order). Gradients are reduced
+    (and the distributed optimizer or FSDP shards) over the ``d·cp`` ranks that hold the same
+    weights, ``t`` apart: the ``dp`` links are that group's. Every group of the plan is priced over
+    the links it uses and
     the slowest sets the pace (a synchronous step waits for it; :mod:`.placement`): a group in one
     node runs at the NVLink rate; a group that spans nodes runs ``k`` rings at once, one through
     each InfiniBand adapter of its node with the fewest members ``k`` (NCCL's channels), so it
-    moves ``k`` times the adapter rate (at most the NVLink rate); a stage hop is one GPU-to-GPU
-    flow. Returns ``{tp,dp,pp}_{bw,lat}`` (B/s, s; a group of one: infinite bandwidth, no latency)
-    and ``pp_crosses_nodes``. Two-level clusters are priced in closed form; any other System asks
-    :func:`group_link` for every group of each distinct (t, d, p).
+    moves ``k`` times the adapter rate (at most the NVLink rate); a stage hop and a
+    context-parallel ring step are one GPU-to-GPU flow each. Returns ``{tp,dp,pp,cp}_{bw,lat}``
+    (B/s, s; a group of one: infinite bandwidth, no latency) and ``pp_crosses_nodes``. Two-level
+    clusters are priced in closed form; any other System asks :func:`group_link` for every group
+    of each distinct (t, d, p, cp).
     """
-    t, d, p = (np.asarray(x, dtype=np.int64) for x in (t, d, p))
+    t, d, p, cp = (np.asarray(x, dtype=np.int64) for x in (t, d, p, cp))
+    t, d, p, cp = np.broadcast_arrays(t, d, p, cp)
+    radix = int(max(t.max(initial=1), d.max(initial=1), p.max(initial=1), cp.max(initial=1))) + 1
+    key = ((t.ravel() * radix + d.ravel()) * radix + p.ravel()) * radix + cp.ravel()  # one int per (t, d, p, cp)
+    uniq, inverse = np.unique(key, return_inverse=True)  # place each (t, d, p, cp) once
+    inverse = inverse.ravel()
+    ut, ud, up, uc = (uniq // radix**3, uniq // radix**2 % radix, uniq // radix % radix, uniq % radix)
     if "gpus_per_node" in system.params:
         q = system.params
         gpn = int(q["gpus_per_node"])
         intra = (float(q["intra_bandwidth"]), float(q["intra_latency"]))
         inter = (float(q["inter_bandwidth"]), float(q["inter_latency"]))
-        t, d, p = np.broadcast_arrays(t, d, p)
-        keys = np.stack([t.ravel(), d.ravel(), p.ravel()], axis=1)
-        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)  # place each (t, d, p) once
-        ut, ud, up = uniq.T
-        tp_span, tp_k = placement.tensor_groups(ut, ud, up, gpn)
-        dp_span, dp_k = placement.data_groups(ut, ud, up, gpn)
-        hop_span = placement.stage_hops_cross(ut, ud, up, gpn)
+        tp_span, tp_k = placement.tensor_groups(ut, ud * uc, up, gpn)
+        dp_span, dp_k = placement.data_groups(ut, ud * uc, up, gpn)  # the d·cp ranks t apart
+        cp_span, _ = placement.data_groups(ut, uc, ud * up, gpn)  # cp ranks t apart in each block of t·cp
+        hop_span = placement.stage_hops_cross(ut, ud * uc, up, gpn)
         out = {}
-        for name, size, spans, k in (("tp", ut, tp_span, tp_k), ("dp", ud, dp_span, dp_k),
-                                     ("pp", up, hop_span, np.ones_like(up))):
+        for name, size, spans, k in (("tp", ut, tp_span, tp_k), ("dp", ud * uc, dp_span, dp_k),
+                                     ("pp", up, hop_span, np.ones_like(up)), ("cp", uc, cp_span, np.ones_like(uc))):
             alone = size <= 1
             across = np.minimum(intra[0], k * inter[0])
             bw = np.where(alone, np.inf, np.where(spans, across, intra[0]))
@@ -181,20 +204,18 @@ def plan_links(system: System, t, d, p) -> dict[str, np.ndarray]:
         out["pp_crosses_nodes"] = hop_span[inverse].reshape(t.shape)
         return out
     last = system.count - 1
-    t, d, p = np.broadcast_arrays(t, d, p)
-    keys = np.stack([t.ravel(), d.ravel(), p.ravel()], axis=1)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     rows = []
-    for tt, dd, pp in uniq.tolist():
-        ranks = np.minimum(np.arange(tt * dd * pp), last).reshape(pp, dd, tt)  # Megatron: tensor innermost
+    for tt, dd, pp, cc in uniq.tolist():
+        ranks = np.minimum(np.arange(tt * cc * dd * pp), last).reshape(pp, dd, cc, tt)  # tp-cp-dp-pp
         tp = slowest(system, ranks.reshape(-1, tt))
-        dp = slowest(system, ranks.transpose(0, 2, 1).reshape(-1, dd))
+        dp = slowest(system, ranks.reshape(pp, dd * cc, tt).transpose(0, 2, 1).reshape(-1, dd * cc))
+        ring = slowest(system, ranks.transpose(0, 1, 3, 2).reshape(-1, cc)) if cc > 1 else Link(np.inf, 0.0)
         hop = slowest(system, np.stack([ranks[:-1].ravel(), ranks[1:].ravel()], axis=1)) if pp > 1 \
             else Link(np.inf, 0.0)
         rows.append((tp.bandwidth, tp.latency, dp.bandwidth, dp.latency, hop.bandwidth, hop.latency,
-                     pp > 1 and hop.bandwidth < tp.bandwidth))
-    table = np.array(rows, dtype=float)[inverse.ravel()]
-    names = ("tp_bw", "tp_lat", "dp_bw", "dp_lat", "pp_bw", "pp_lat", "pp_crosses_nodes")
+                     pp > 1 and hop.bandwidth < tp.bandwidth, ring.bandwidth, ring.latency))
+    table = np.array(rows, dtype=float)[inverse]
+    names = ("tp_bw", "tp_lat", "dp_bw", "dp_lat", "pp_bw", "pp_lat", "pp_crosses_nodes", "cp_bw", "cp_lat")
     return {name: (table[:, i] > 0 if name == "pp_crosses_nodes" else table[:, i]).reshape(t.shape)
             for i, name in enumerate(names)}
 

@@ -1,12 +1,14 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
-The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving): the
-(t, p, d) triples that fit the GPUs, then the micro-batch sizes that divide each replica's batch,
+The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving,
+context parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp splitting the sequence in
+2·cp chunks), then the micro-batch sizes that divide each replica's batch,
 then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each
 shape is priced once and broadcast over the recompute and switch settings (an array ``[shapes,
-recompute, sequence_parallel, optimizer_sharding, dp_overlap]``), so the costly GEMM and link
-pricing runs once per shape and only the final sums run per plan. A switch that cannot act
-(sequence parallelism at t = 1, sharding or overlap at d = 1) counts once, off, unless the space
+recompute, sequence_parallel, optimizer_sharding, dp_overlap, fsdp, offload]``), so the costly
+GEMM and link pricing runs once per shape and only the final sums run per plan. A switch that
+cannot act (sequence parallelism at t = 1, sharding or overlap at d·cp = 1, FSDP at d·cp = 1,
+optimizer sharding beside FSDP, which shards it already) counts once, off, unless the space
 allows only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
 ``--fix``) are honoured.
 
@@ -24,11 +26,12 @@ from optmap.bounds import ints
 from optmap.errors import OptmapError
 from optmap.search import Evaluator, SearchEngine
 
-from . import memory, stages
-from .model import DECISIONS, SWITCHES, Megatron3DCostModel
+from . import stages
+from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
 
-SHAPE = (*DECISIONS[:5], "expert_parallel")  # tensor, pipeline, data, micro-batch, interleaving, expert
-AXES = ("recompute", *SWITCHES)  # the axes each shape is broadcast over (expert_parallel is a shape)
+SHAPE = (*DECISIONS[:5], "context_parallel", "expert_parallel")  # tensor, pipeline, data, micro-batch,
+# interleaving, context, expert: each shape priced once
+AXES = ("recompute", *SWITCHES, "fsdp", "offload")  # the axes each shape is broadcast over
 
 
 def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -43,42 +46,64 @@ def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Index arrays (into ``allowed``) of every valid (t, p, d, b, v, ep) shape, one entry per shape."""
     c = {k: allowed[k].astype(float) for k in SHAPE}
-    it, ip, id_ = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
-                                                  np.arange(len(c["pipeline_parallel"])),
-                                                  np.arange(len(c["data_parallel"])), indexing="ij"))
-    gpus = c["tensor_parallel"][it] * c["pipeline_parallel"][ip] * c["data_parallel"][id_]
+    it, ip, id_, ic = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
+                                                      np.arange(len(c["pipeline_parallel"])),
+                                                      np.arange(len(c["data_parallel"])),
+                                                      np.arange(len(c["context_parallel"])), indexing="ij"))
+    cp = c["context_parallel"][ic]
+    gpus = c["tensor_parallel"][it] * c["pipeline_parallel"][ip] * c["data_parallel"][id_] * cp
     keep = (gpus == model.n) if model.use_all_gpus else (gpus <= model.n)
-    it, ip, id_ = it[keep], ip[keep], id_[keep]
+    keep &= ~model.validity_of_context(cp)
+    it, ip, id_, ic = it[keep], ip[keep], id_[keep], ic[keep]
     d = c["data_parallel"][id_]
     r, ib = np.nonzero(np.mod(model.batch, d[:, None] * c["microbatch_size"][None, :]) == 0)
-    it, ip, id_ = it[r], ip[r], id_[r]
+    it, ip, id_, ic = it[r], ip[r], id_[r], ic[r]
     p, m = c["pipeline_parallel"][ip], model.batch / (c["data_parallel"][id_] * c["microbatch_size"][ib])
     vs = c["interleaving"]
     ok = (vs[None, :] == 1) | ((p[:, None] > 1) & (np.mod(m, p)[:, None] == 0))
     ok &= stages.split(model.config.layers, p[:, None], vs[None, :], model.options.uneven_stages).valid
     r, iv = np.nonzero(ok)
-    it, ip, id_, ib = it[r], ip[r], id_[r], ib[r]
-    # expert parallelism (:mod:`.moe`): ep·etp divides each stage's t·d GPUs
-    td = c["tensor_parallel"][it] * c["data_parallel"][id_]
+    it, ip, id_, ib, ic = it[r], ip[r], id_[r], ib[r], ic[r]
+    keep = ~has_data_parallel_twin(c, c["data_parallel"][id_], c["microbatch_size"][ib], c["context_parallel"][ic])
+    it, ip, id_, ib, iv, ic = it[keep], ip[keep], id_[keep], ib[keep], iv[keep], ic[keep]
+    # expert parallelism (:mod:`.moe`): ep·etp divides each stage's t·d·cp GPUs
+    tdc = c["tensor_parallel"][it] * c["data_parallel"][id_] * c["context_parallel"][ic]
     etp = model.options.expert_tensor_parallel
-    r, ie = np.nonzero(np.mod(td[:, None], c["expert_parallel"][None, :] * etp) == 0)
-    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ie)))
+    r, ie = np.nonzero(np.mod(tdc[:, None], c["expert_parallel"][None, :] * etp) == 0)
+    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ic[r], ie)))
+
+
+def has_data_parallel_twin(c: dict[str, np.ndarray], d, b, cp) -> np.ndarray:
+    """Plans whose context parallelism ``cp`` and micro-batch ``b`` share a factor ``g = gcd(b, cp) > 1``:
+    the same plan with ``cp/g``, ``d·g`` data-parallel replicas and micro-batch ``b/g`` holds as many
+    tokens per rank (``b/cp``), runs as many micro-batches, keeps the same weights over the same
+    ``d·cp`` ranks (so the same memory, tensor and gradient links) and a shorter ring (``cp/g − 1``
+    steps of the same bytes, each beside a block of attention ``g`` times longer, over a group that
+    spans no more nodes, :mod:`.context`), so it is as good or better in every metric. Such plans are left out
+    where that twin is in the allowed space (nothing pinned away)."""
+    c = {k: np.asarray(c[k], float) for k in ("data_parallel", "microbatch_size", "context_parallel")}
+    d, b, cp = (np.asarray(x, float) for x in (d, b, cp))
+    g = np.gcd(b.astype(np.int64), cp.astype(np.int64)).astype(float)
+    return (g > 1) & np.isin(d * g, c["data_parallel"]) & np.isin(b / g, c["microbatch_size"]) \
+        & np.isin(cp / g, c["context_parallel"])
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
     """Score columns broadcast over ``[shapes, *AXES]`` and the mask of distinct plans."""
-    S = len(shapes["tensor_parallel"])
-    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, 1, 1, 1, 1) for k in SHAPE}
+    S, n = len(shapes["tensor_parallel"]), 1 + len(AXES)
+    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, *[1] * len(AXES)) for k in SHAPE}
     for axis, name in enumerate(AXES, start=1):
-        shape = [1] * 5
+        shape = [1] * n
         shape[axis] = len(allowed[name])
-        raw = [memory.RECOMPUTE.index(r) for r in allowed[name]] if name == "recompute" else list(allowed[name])
+        raw = [CATEGORIES[name].index(r) for r in allowed[name]] if name in CATEGORIES else list(allowed[name])
         values[name] = np.array(raw).reshape(shape)
     values = {k: values[k] for k in DECISIONS}  # the space's order
     cols = model.score(model.plan_arrays(values))
-    t, d = values["tensor_parallel"], values["data_parallel"]
-    distinct = np.ones((S, 1, 1, 1, 1), bool)
-    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", d == 1), ("dp_overlap", d == 1)):
+    t, shards = values["tensor_parallel"], values["data_parallel"] * values["context_parallel"]
+    fsdp = values["fsdp"].astype(bool)
+    distinct = np.ones((S, *[1] * len(AXES)), bool)
+    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", (shards == 1) | fsdp),
+                        ("dp_overlap", (shards == 1) | fsdp), ("fsdp", shards == 1)):
         if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
             distinct = distinct & ~(inert & values[name].astype(bool))
     if model.config.moe is not None:  # MoE with t > 1 needs sequence parallelism (:mod:`.moe`)
@@ -129,6 +154,50 @@ def pareto_rows(F: np.ndarray, chunk: int = 256) -> np.ndarray:
     return np.array(front, dtype=np.int64)
 
 
+class Grid:
+    """The distinct valid plans of ``shapes`` broadcast over :data:`AXES` (the first ``budget``),
+    scored: objectives ``F`` and ``violation`` per plan, and their decisions on demand."""
+
+    def __init__(self, model, evaluator: Evaluator, allowed: dict, shapes: dict, budget: int | None) -> None:
+        values = {k: v for k, (v, _) in allowed.items()}
+        _, self.cols, distinct = score_all(model, values, shapes)
+        self.allowed, self.shapes = allowed, shapes
+        self.full = (len(shapes["tensor_parallel"]), *(len(allowed[a][0]) for a in AXES))
+        self.flat = np.flatnonzero(np.broadcast_to(distinct, self.full))
+        self.valid = len(self.flat)
+        if budget is not None:  # a budget scores the first plans only
+            self.flat = self.flat[:budget]
+        self.n = len(self.flat)
+        self.F, self.violation = objectives(evaluator, self.column)
+
+    def column(self, name: str) -> np.ndarray:  # one entry per plan, gathered from the broadcast arrays
+        return np.broadcast_to(np.asarray(self.cols[name]), self.full).reshape(-1)[self.flat]
+
+    def columns(self, idx: np.ndarray, names) -> dict[str, np.ndarray]:
+        return {name: self.column(name)[idx] for name in names}
+
+    def where(self, idx: np.ndarray) -> tuple:
+        """Grid positions (shape index, then one per axis) of plans ``idx``."""
+        return np.unravel_index(self.flat[idx], self.full)
+
+    def decisions(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """Decision values (categories as indices) of plans ``idx``."""
+        where = self.where(idx)
+        out = {k: self.allowed[k][0][self.shapes[k][where[0]]] for k in SHAPE}
+        for i, name in enumerate(AXES, start=1):
+            out[name] = self.allowed[name][0][where[i]]
+        for name, labels in CATEGORIES.items():
+            out[name] = np.array([labels.index(r) for r in out[name]], dtype=np.int64)
+        return out
+
+    def vectors(self, idx: np.ndarray) -> np.ndarray:
+        """The space vectors (choice indices) of plans ``idx``."""
+        where = self.where(idx)
+        codes = {k: self.allowed[k][1][self.shapes[k][where[0]]] for k in SHAPE}
+        codes.update({name: self.allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
+        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
+
+
 class Megatron3DSearch(SearchEngine):
     """Exhaustive vectorised search of the megatron-3d formulation (a proven optimum)."""
 
@@ -150,53 +219,27 @@ class Megatron3DSearch(SearchEngine):
         if S == 0:
             raise OptmapError(f"no plan satisfies Megatron-LM's rules with the pinned decisions "
                               f"{evaluator.space.pinned}: {self._why(model, evaluator)}")
-        values, cols, distinct = score_all(model, {k: v for k, (v, _) in allowed.items()}, shapes)
-        full = (S, *(len(allowed[a][0]) for a in AXES))
-        flat = np.flatnonzero(np.broadcast_to(distinct, full))
-        valid = len(flat)
-        if evaluator.remaining_evaluations is not None:  # a budget scores the first plans only
-            flat = flat[:evaluator.remaining_evaluations]
-        n = len(flat)
-
-        def column(name):  # one entry per plan, gathered from the broadcast score arrays
-            return np.broadcast_to(np.asarray(cols[name]), full).reshape(-1)[flat]
-
-        F, violation = objectives(evaluator, column)
+        grid = Grid(model, evaluator, allowed, shapes, evaluator.remaining_evaluations)
+        F, violation, valid, n = grid.F, grid.violation, grid.valid, grid.n
         ok = np.flatnonzero(violation <= 0)
-        first = F[ok, 0]
-        head = np.argpartition(first, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
-        best = ok[head[np.argsort(first[head], kind="stable")]]
+        firsts = F[ok, 0]
+        head = np.argpartition(firsts, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
+        best = ok[head[np.argsort(firsts[head], kind="stable")]]
         keep = np.union1d(best, ok[pareto_rows(F[ok])]) if F.shape[1] > 1 and len(ok) else best
         if not len(ok):
             keep = np.argmin(violation)[None]
-        X = self._vectors(allowed, shapes, np.unravel_index(flat[keep], full))
+        X = grid.vectors(keep)
         evaluator.record(X, F[keep], violation[keep], count=n)
+        extra = {"valid_plans": valid, "shapes_priced": S}
         if not len(ok) and n < valid:
-            return {"valid_plans": valid, "shapes_priced": S}
+            return extra
         if not len(ok):
             report = model.evaluate(evaluator.space.decode(X[0]))
             closest = f"the closest: {report.reason}" if report.reason else "every plan breaks a [constraints] limit"
             raise OptmapError(f"none of the {n:,} valid plans is feasible; {closest}")
-        rows = model.describe(self._decisions(allowed, shapes, np.unravel_index(flat[best], full)),
-                              {name: column(name)[best] for name in ("time", "throughput", "memory_gib")})
-        model.ranking = (tuple(self._vectors(allowed, shapes, np.unravel_index(flat[best[:1]], full))[0]), rows)
-        return {"valid_plans": valid, "shapes_priced": S}
-
-    @staticmethod
-    def _decisions(allowed, shapes, where) -> dict[str, np.ndarray]:
-        """Decision values (recompute as 0/1/2) of plans at grid positions ``where`` (unravelled)."""
-        out = {k: allowed[k][0][shapes[k][where[0]]] for k in SHAPE}
-        for i, name in enumerate(AXES, start=1):
-            out[name] = allowed[name][0][where[i]]
-        out["recompute"] = np.array([memory.RECOMPUTE.index(r) for r in out["recompute"]], dtype=np.int64)
-        return out
-
-    @staticmethod
-    def _vectors(allowed, shapes, where) -> np.ndarray:
-        """The space vectors (choice indices) of plans at grid positions ``where`` (unravelled)."""
-        codes = {k: allowed[k][1][shapes[k][where[0]]] for k in SHAPE}
-        codes.update({name: allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
-        return np.column_stack([codes[k] for k in DECISIONS]).astype(float)  # the space's order
+        model.ranking = (tuple(grid.vectors(best[:1])[0]),
+                         model.describe(grid.decisions(best), grid.columns(best, ("time", "throughput", "memory_gib"))))
+        return extra
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:

@@ -12,6 +12,19 @@ Mixture-of-experts models add Megatron-Core's MoE flags (``--num-experts``, ``--
 ``--moe-shared-expert-intermediate-size``, ``--moe-layer-freq``; its MoE README) with the
 alltoall dispatcher and grouped GEMM the cost model prices; for DeepSpeed the expert parallel
 size is the ``ep_size`` of ``deepspeed.moe.layer.MoE``, built in the model code.
+
+Issue 25's decisions (flags read from Megatron-LM's ``megatron/training/arguments.py`` and the
+config dataclasses it builds flags from, ``ModelParallelConfig``, ``DistributedDataParallelConfig``,
+``OptimizerConfig``): ``context_parallel`` is ``--context-parallel-size`` (ring attention,
+``--cp-comm-type p2p``, the default); ``fsdp`` is Megatron-FSDP, ``--use-megatron-fsdp
+--data-parallel-sharding-strategy optim_grads_params`` (ZeRO-3; it needs ``--ckpt-format
+fsdp_dtensor``; torch FSDP2, ``--use-torch-fsdp2``, refuses pipeline parallelism); optimizer offloading
+is ``--optimizer-cpu-offload`` (Megatron runs the step on the host: the model streams the state
+instead, :mod:`.offload`); activation offloading is ``--cpu-offloading-num-layers`` (at most
+``layers - 1``, and Megatron-Core refuses it with pipeline parallelism: then a note). DeepSpeed:
+``fsdp`` is ZeRO stage 3, optimizer offloading ``zero_optimization.offload_optimizer``, activation
+offloading with full recomputation ``activation_checkpointing.cpu_checkpointing``; context
+parallelism has no DeepSpeed equivalent (DeepSpeed-Ulysses is an all-to-all over heads).
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ from __future__ import annotations
 import json
 
 from . import memory, stages
+from .offload import OFFLOAD
 
 TARGETS = ("megatron", "deepspeed")
 
@@ -30,13 +44,16 @@ def _layout(model, p: int, v: int, per: str = "chunk") -> tuple[int, int, int]:
 
 
 def megatron(model, plan: dict) -> tuple[str, list[str]]:
-    """Megatron-Core flags of ``plan`` (one flag and its value per line) and no notes."""
+    """Megatron-Core flags of ``plan`` (one flag and its value per line) and what does not map."""
     cfg, L = model.config, model.config.layers
     t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
     b, v = plan["microbatch_size"], plan["interleaving"]
     first, middle, last = _layout(model, p, v)
+    cp, fsdp, offload = plan.get("context_parallel", 1), plan.get("fsdp", False), plan.get("offload", "none")
+    shards = d * cp  # the ranks holding the same weights
+    notes: list[str] = []
     args: list[tuple[str, object]] = [("--tensor-model-parallel-size", t), ("--pipeline-model-parallel-size", p),
-                                      ("--context-parallel-size", 1),
+                                      ("--context-parallel-size", cp),
                                       ("--expert-model-parallel-size", plan.get("expert_parallel", 1))]
     even = first == middle == last
     if v > 1 and even:
@@ -53,10 +70,29 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--recompute-granularity", "selective"))
     elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
-    if plan["optimizer_sharding"] and d > 1:
+    if cp > 1:
+        args.append(("--cp-comm-type", "p2p"))  # ring attention (:mod:`.context`)
+    if fsdp and shards > 1:  # ZeRO-3 (:mod:`.sharding`)
+        args += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", "optim_grads_params"),
+                 ("--ckpt-format", "fsdp_dtensor")]
+        if not model.options.fsdp_reshard:
+            notes.append("fsdp_reshard_after_forward = false: Megatron-LM's --torch-fsdp2-no-reshard-after-forward "
+                         "is for torch FSDP2, which refuses pipeline parallelism; Megatron-FSDP has no such flag")
+    elif plan["optimizer_sharding"] and shards > 1:
         args.append(("--use-distributed-optimizer", None))
-    if plan["dp_overlap"] and d > 1:
+    if plan["dp_overlap"] and shards > 1 and not fsdp:
         args.append(("--overlap-grad-reduce", None))
+    if offload in ("optimizer", "both"):
+        args.append(("--optimizer-cpu-offload", None))
+        notes.append("offload = optimizer: Megatron's --optimizer-cpu-offload steps the optimizer on the host; "
+                     "the plan was priced with the state streamed through the GPU over the host link")
+    if offload in ("activations", "both"):
+        if p == 1:
+            args.append(("--cpu-offloading-num-layers", L - 1))
+            notes.append(f"offload = activations: Megatron-Core offloads at most layers - 1 = {L - 1} layers")
+        else:
+            notes.append(f"offload = activations: Megatron-Core's --cpu-offloading-num-layers refuses pipeline "
+                         f"parallelism (pipeline_parallel = {p}); no flag written")
     if not model.options.grad_accumulation_fusion:
         args.append(("--no-gradient-accumulation-fusion", None))
     rec = model.recipe.name
@@ -77,7 +113,7 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--disable-bias-linear", None))
     args += _moe_flags(model)
     lines = [flag if value is None else f"{flag} {value}" for flag, value in args]
-    return " \\\n".join(lines) + "\n", []
+    return " \\\n".join(lines) + "\n", notes
 
 
 def _moe_flags(model) -> list[tuple[str, object]]:
@@ -104,11 +140,22 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     config: dict = {"train_batch_size": model.batch, "train_micro_batch_size_per_gpu": b,
                     "gradient_accumulation_steps": model.batch // (d * b)}
     config["fp16" if rec == "fp16" else "bf16"] = {"enabled": True}
-    config["zero_optimization"] = {"stage": 1 if plan["optimizer_sharding"] and d > 1 else 0,
-                                   "overlap_comm": bool(plan["dp_overlap"] and d > 1)}
+    cp, fsdp, offload = plan.get("context_parallel", 1), plan.get("fsdp", False), plan.get("offload", "none")
+    stage = 3 if fsdp and d * cp > 1 else 1 if plan["optimizer_sharding"] and d * cp > 1 else 0
+    config["zero_optimization"] = {"stage": stage, "overlap_comm": bool(plan["dp_overlap"] and d * cp > 1)}
+    if offload in ("optimizer", "both"):
+        config["zero_optimization"]["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if offload in ("activations", "both") and plan["recompute"] == "full":
+        config["activation_checkpointing"] = {"partition_activations": False, "cpu_checkpointing": True}
     if t > 1:
         config["tensor_parallel"] = {"autotp_size": t}  # DeepSpeed AutoTP training
     notes = []
+    if cp > 1:
+        notes.append(f"context_parallel = {cp}: DeepSpeed has no ring-attention context parallelism "
+                     f"(DeepSpeed-Ulysses' sequence_parallel_size is an all-to-all over heads, a different scheme)")
+    if offload in ("activations", "both") and plan["recompute"] != "full":
+        notes.append("offload = activations: DeepSpeed offloads activation checkpoints only "
+                     "(activation_checkpointing.cpu_checkpointing, with recompute = full)")
     if p > 1:
         first, middle, last = _layout(model, p, v, "device")
         split = "" if first == middle == last else (f" with {first} layers on the first stage, {middle} on each "
@@ -155,4 +202,6 @@ def export(model, plan: dict, target: str) -> tuple[str, list[str]]:
     """(text, notes) of ``plan`` for ``target`` (one of :data:`TARGETS`)."""
     plan = {**plan, "recompute": plan["recompute"] if isinstance(plan["recompute"], str)
             else memory.RECOMPUTE[int(plan["recompute"])]}
+    if not isinstance(plan.get("offload", "none"), str):
+        plan["offload"] = OFFLOAD[int(plan["offload"])]
     return (megatron if target == "megatron" else deepspeed)(model, plan)

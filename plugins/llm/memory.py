@@ -14,6 +14,15 @@ paper's formulas (tested):
     selective:  replicated/(t if sp) + sharded/t              # Korthikanti Eq. 6: sbh(10 + 24/t), 34 sbh/t
     full:       2 sbh/(t if sp)                               # Korthikanti §5: only the layer input
 
+Fused (flash) attention, ``attention = "flash"`` (Dao 2023, FlashAttention-2 §3.1; TE's
+``DotProductAttention`` as Megatron-Core runs it), never stores the ``s × s`` scores: the core keeps
+its output (the projection input, counted above) and the fp32 log-sum-exp of each query row,
+``4 a s b`` bytes, in place of ``scores``; selective recomputation drops that too. ``"unfused"``
+is Megatron-LM 2021-2022 (the paper's ``5 a s² b``). With Megatron-Core's fused SwiGLU
+(``bias_swiglu_impl``, ``megatron/core/fusions/fused_bias_swiglu.py``: ``save_for_backward(input)``)
+a gated MLP stores its input (gate and up) and the product (the MLP-out input) only, not the
+SiLU output as well (``fused_swiglu``; false: the unfused count above).
+
 A pipeline's first stage holds the most (Korthikanti §4.2.3): ``L`` layers' worth for 1F1B
 (``p`` micro-batches in flight of ``L/p`` layers; fewer when there are fewer micro-batches), and
 ``L·(1 + (p-1)/(p·v))`` with ``v`` interleaved stages. Its input-embedding dropout mask adds
@@ -38,37 +47,42 @@ RECOMPUTE = ("none", "selective", "full")
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
 
-def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0, attention: str = "unfused",
+                fused_swiglu: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(replicated, sharded, scores) activation bytes of one layer for micro-batch ``b`` (above);
     ``gemm_input_bytes`` per element of the tensors saved as linear-layer inputs (the two
-    LayerNorm outputs, the projection input and the MLP-out input: 1 with FP8, :mod:`.precision`)."""
+    LayerNorm outputs, the projection input and the MLP-out input: 1 with FP8, :mod:`.precision`);
+    ``attention`` "unfused" (the scores, Korthikanti) or "flash" (the log-sum-exp in their place).
+    ``b`` may be fractional: a context-parallel rank holds ``b/cp`` of the micro-batch's tokens."""
     b = np.asarray(b, dtype=float)
     s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
     g = gemm_input_bytes
     replicated = (4.0 + 2.0 * g + 2.0) * s * b * h  # LayerNorm inputs, outputs (GEMM inputs), dropout masks
-    mlp = mlp_bytes(cfg, cfg.d_ff, s, g, b)
+    mlp = mlp_bytes(cfg, cfg.d_ff, s, g, b, fused_swiglu)
     if cfg.moe is not None:  # MoE layers: only shared experts are a tensor-parallel MLP (:mod:`.moe`)
         share = cfg.moe_layers / cfg.layers
-        mlp = (1.0 - share) * mlp + share * mlp_bytes(cfg, cfg.moe.shared_width, s, g, b)
+        mlp = (1.0 - share) * mlp + share * mlp_bytes(cfg, cfg.moe.shared_width, s, g, b, fused_swiglu)
     sharded = 2.0 * s * b * (cfg.inner + 2 * cfg.kv_inner) + g * s * b * cfg.inner + mlp
-    scores = 5.0 * a * s * s * b
+    scores = 4.0 * a * s * b if attention == "flash" else 5.0 * a * s * s * b  # FA-2 log-sum-exp; Korthikanti
     return replicated, sharded, scores
 
 
-def mlp_bytes(cfg: TransformerConfig, width, s, g: float, b=1.0):
+def mlp_bytes(cfg: TransformerConfig, width, s, g: float, b=1.0, fused_swiglu: bool = False):
     """Activation bytes of an MLP of ``width`` on ``s·b`` tokens: the MLP-in output (2 bytes, gate
-    and up when gated), the MLP-out input (``g`` bytes) and the gated product (2 bytes)."""
+    and up when gated), the MLP-out input (``g`` bytes) and the gated product (2 bytes; not kept
+    by Megatron-Core's fused SwiGLU, which saves its input only)."""
     w_in = (2 if cfg.gated_mlp else 1) * width
-    return 2.0 * s * b * w_in + g * s * b * width + (2.0 * s * b * width if cfg.gated_mlp else 0.0)
+    product = 2.0 * s * b * width if cfg.gated_mlp and not fused_swiglu else 0.0
+    return 2.0 * s * b * w_in + g * s * b * width + product
 
 
 def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0,
-                      routed=0.0) -> np.ndarray:
+                      attention: str = "unfused", fused_swiglu: bool = False, routed=0.0) -> np.ndarray:
     """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above);
     ``routed``: what a MoE layer keeps for its routed experts per GPU (:func:`.moe.routed_activations`)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
-    rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes)
+    rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes, attention, fused_swiglu)
     none = rep / rep_div + shard / t + scores / t + routed
     selective = rep / rep_div + shard / t + routed
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
@@ -76,11 +90,12 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_by
     return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, full))
 
 
-def in_flight_micro_batches(p, v, m) -> np.ndarray:
-    """Micro-batches whose activations the first pipeline stage holds at once (Korthikanti
-    §4.2.3): ``min(p, m)`` under 1F1B, ``p·(1 + (p-1)/(p·v))`` interleaved (:mod:`optmap.schedule`)."""
+def in_flight_micro_batches(p, v, m, stage=0) -> np.ndarray:
+    """Micro-batches whose activations pipeline stage ``stage`` (0: the first) holds at once
+    (Korthikanti §4.2.3): ``min(p - stage, m)`` under 1F1B, ``p·(1 + (p-1)/(p·v))`` interleaved
+    for the first stage, at most the ``m`` of the iteration (:mod:`optmap.schedule`)."""
     p, v, m = (np.asarray(x, dtype=float) for x in (p, v, m))
-    return np.where(v > 1, schedule.interleaved_in_flight(p, v), schedule.in_flight(p, m))
+    return np.where(v > 1, schedule.interleaved_in_flight(p, v, m, stage), schedule.in_flight(p, m, stage))
 
 
 def in_flight_layers(layers: int, p, v, m) -> np.ndarray:

@@ -6,12 +6,14 @@ Decisions (one categorical variable each; the choices are the sizes that can div
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
 device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
 full), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
-and ``dp_overlap`` (gradient reduction overlapped with the backward pass), and ``expert_parallel``
-(mixture-of-experts models: the experts split over ranks carved out of tensor × data parallelism,
-:mod:`.moe`; only 1 for a dense model).
+and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``context_parallel``
+(ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
+models: the experts split over ranks carved out of tensor × data × context parallelism,
+:mod:`.moe`; only 1 for a dense model), ``fsdp`` (ZeRO-3, :mod:`.sharding`) and ``offload``
+(optimizer state and / or activations to host memory, :mod:`.offload`).
 
-A plan is valid when tensor × pipeline × data GPUs fit in the system (``use_all_gpus``: equal
-it), data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
+A plan is valid when tensor × pipeline × context × data GPUs fit in the system (``use_all_gpus``: equal
+it), the sequence splits into ``2·cp`` chunks and the attention is fused where ``cp > 1``, data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
 micro-batches divisible by p (Megatron-LM's requirements), and the layers split over the p·v
 model chunks (:mod:`.stages`: evenly, or with shorter first and last stages as Megatron-Core allows). Sequence
 parallelism without tensor parallelism, and sharding or overlap without data parallelism, change
@@ -39,20 +41,26 @@ from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
 from . import export as launch
-from . import memory, moe, precision, stages, timing
+from . import attention as attn
+from . import context, memory, moe, offload, precision, reasons, stages, timing
 from .cluster import expert_links, plan_links
+from .offload import OFFLOAD
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
 
 MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
 DECISIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "microbatch_size", "interleaving",
-             "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap", "expert_parallel")
+             "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap", "context_parallel",
+             "expert_parallel", "fsdp", "offload")
+CATEGORIES = {"recompute": memory.RECOMPUTE, "offload": offload.OFFLOAD}  # decisions carried as indices
 SWITCHES = ("sequence_parallel", "optimizer_sharding", "dp_overlap")
 PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": "recomputation",
                "tp_comm_s": "tensor-parallel communication", "embedding_logits_s": "embedding, logits and loss",
                "pp_comm_s": "stage transfers", "bubble_s": "pipeline bubble",
                "grad_accumulation_s": "gradient accumulation", "dp_comm_s": "data-parallel reduction",
-               "optimizer_s": "optimizer step", "ep_comm_s": "expert-parallel all-to-all"}
+               "optimizer_s": "optimizer step", "cp_comm_s": "context-parallel ring",
+               "fsdp_comm_s": "FSDP gathers and reduce-scatters", "offload_s": "activation offloading",
+               "ep_comm_s": "expert-parallel all-to-all"}
 MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
                  "memory_gradients": "gradients (fp32)",
                  "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
@@ -99,6 +107,11 @@ class Megatron3DCostModel(CostModel):
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
+        attention: Literal["flash", "unfused"] = "flash",
+        fused_swiglu: bool = True,
+        max_context_parallel: ints(1, 4096) = 32,
+        fsdp_reshard_after_forward: bool = True,
+        offload: tuple[Literal["none", "optimizer", "activations", "both"], ...] = ("none",),
     ) -> None:
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
@@ -120,7 +133,15 @@ class Megatron3DCostModel(CostModel):
         ``uneven_stages`` which splits of
         the layers over pipeline stages a plan may use (``balanced``: even, or first and last
         stages one layer short where embedding and loss count as layers; ``any``: also any
-        pipeline size up to the layers; ``never``: even only; :mod:`.stages`);
+        pipeline size up to the layers; ``never``: even only; :mod:`.stages`); ``attention`` the
+        attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
+        ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
+        its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
+        ``max_context_parallel`` bounds ``context_parallel``; ``fsdp_reshard_after_forward`` FSDP
+        gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
+        may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
+        only trades time for memory and multiplies the plans by four, so the search tries it when asked,
+        e.g. ``offload = ["none", "optimizer", "activations", "both"]``);
         mixture-of-experts models (:mod:`.moe`): ``expert_tensor_parallel`` ranks split each
         expert's width (Megatron-Core ``--expert-tensor-parallel-size``; 1, as its MoE guide
         recommends for fine-grained experts) and ``moe_load_imbalance`` (>= 1) the busiest expert
@@ -146,6 +167,12 @@ class Megatron3DCostModel(CostModel):
                 raise OptmapError(f"[cost] {name} must be >= 1, got {value}")
         if not recompute or any(r not in memory.RECOMPUTE for r in recompute):
             raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
+        if attention not in attn.ATTENTION:
+            raise OptmapError(f"[cost] attention must be one of {list(attn.ATTENTION)}, got {attention!r}")
+        if not offload or any(o not in OFFLOAD for o in offload):
+            raise OptmapError(f"[cost] offload must list some of {list(OFFLOAD)}, got {list(offload)}")
+        if max_context_parallel < 1:
+            raise OptmapError(f"[cost] max_context_parallel must be >= 1, got {max_context_parallel}")
         if uneven_stages not in stages.UNEVEN_STAGES:
             raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, "
                               f"got {uneven_stages!r}")
@@ -200,6 +227,9 @@ class Megatron3DCostModel(CostModel):
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
                                       gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes,
+                                      attention=attention, fused_swiglu=fused_swiglu,
+                                      fsdp_reshard=fsdp_reshard_after_forward,
+                                      host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),
                                       moe_load_imbalance=float(moe_load_imbalance))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
@@ -214,7 +244,12 @@ class Megatron3DCostModel(CostModel):
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
-            categorical("expert_parallel", moe.expert_parallel_sizes(cfg, self.n)),
+            # issue 25's decisions default to off, so plans written before them still name one plan
+            categorical("context_parallel", context.choices(cfg.seq_len, self.n, max_context_parallel), default=1),
+            categorical("expert_parallel", moe.expert_parallel_sizes(cfg, self.n), default=1),
+            categorical("fsdp", (False, True), default=False),
+            categorical("offload", tuple(o for o in OFFLOAD if o in offload),
+                        default="none" if "none" in offload else None),
         ))
         # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
         self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
@@ -225,7 +260,7 @@ class Megatron3DCostModel(CostModel):
         X = np.asarray(X, float).reshape(-1, len(DECISIONS))
         out = {}
         for i, var in enumerate(self.space.variables):
-            table = np.array([memory.RECOMPUTE.index(c) for c in var.choices] if var.name == "recompute"
+            table = np.array([CATEGORIES[var.name].index(c) for c in var.choices] if var.name in CATEGORIES
                              else var.choices)
             out[var.name] = table[np.clip(np.rint(X[:, i]).astype(np.int64), 0, len(table) - 1)]
         return out
@@ -237,33 +272,42 @@ class Megatron3DCostModel(CostModel):
                             dp=np.asarray(v["data_parallel"], float), mb=np.asarray(v["microbatch_size"], float),
                             vp=np.asarray(v["interleaving"], float), recompute=np.asarray(v["recompute"], np.int64),
                             sp=np.asarray(v["sequence_parallel"], bool), zero=np.asarray(v["optimizer_sharding"], bool),
-                            overlap=np.asarray(v["dp_overlap"], bool), ep=np.asarray(v["expert_parallel"], float))
+                            overlap=np.asarray(v["dp_overlap"], bool), cp=np.asarray(v["context_parallel"], float),
+                            ep=np.asarray(v["expert_parallel"], float), fsdp=np.asarray(v["fsdp"], bool),
+                            offload=np.asarray(v["offload"], np.int64))
 
     def validity(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
         t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
-        gpus = t * p * d
+        cp = np.asarray(plans.cp, float)
+        gpus = t * p * d * cp
         m = self.batch / (d * b)
         return {
             "gpus": (gpus != self.n) if self.use_all_gpus else (gpus > self.n),
             "batch": np.mod(self.batch, d * b) != 0,
             "interleaving": (v > 1) & ((p == 1) | (np.mod(m, p) != 0)),
             "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
-            "experts": moe.invalid(self.config, t, d, plans.ep, plans.sp, self.options.expert_tensor_parallel),
+            "context": self.validity_of_context(cp),
+            "experts": moe.invalid(self.config, t, d * cp, plans.ep, plans.sp, self.options.expert_tensor_parallel),
         }
+
+    def validity_of_context(self, cp) -> np.ndarray:
+        """True where ``cp`` cannot split the sequence in ``2·cp`` chunks or attention is unfused."""
+        cp = np.asarray(cp, float)
+        return (cp > 1) & ((np.mod(self.config.seq_len, 2 * cp) != 0) | (self.options.attention != "flash"))
 
     def links(self, plans: timing.Plans) -> timing.Links:
         """Per plan, the links of its TP group, DP group and stage hop (:func:`.cluster.plan_links`)."""
+        links = plan_links(self.system, plans.tp, plans.dp, plans.pp, plans.cp)
         if self.config.moe is None:
-            return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp))
-        return timing.Links(**plan_links(self.system, plans.tp, plans.dp, plans.pp),
-                            **expert_links(self.system, plans.tp, plans.dp, plans.pp, plans.ep,
-                                           int(self.options.expert_tensor_parallel)))
+            return timing.Links(**links)
+        return timing.Links(**links, **expert_links(self.system, plans.tp, plans.dp * plans.cp, plans.pp, plans.ep,
+                                                    int(self.options.expert_tensor_parallel)))
 
     def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
-        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["experts"]
+        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["context"] | bad["experts"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
         safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
                                "ep": np.where(bad["experts"], 1.0, plans.ep)})
@@ -282,7 +326,7 @@ class Megatron3DCostModel(CostModel):
     # --- one plan, with its report --------------------------------------------------------------
     def evaluate(self, mapping: Mapping) -> CostReport:
         plan = mapping.as_dict()
-        one = {k: np.array([memory.RECOMPUTE.index(plan[k]) if k == "recompute" else plan[k]]) for k in DECISIONS}
+        one = {k: np.array([CATEGORIES[k].index(plan[k]) if k in CATEGORIES else plan[k]]) for k in DECISIONS}
         cols = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in self.score(self.plan_arrays(one)).items()}
         metrics = {k: cols[k] for k in self.metrics}
         reason = self._reason(plan, cols)
@@ -327,26 +371,7 @@ class Megatron3DCostModel(CostModel):
                                      int(np.asarray(lay.last_chunk))]}
 
     def _reason(self, plan: dict, cols: dict) -> str:
-        t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
-        b, v = plan["microbatch_size"], plan["interleaving"]
-        if (t * p * d != self.n) if self.use_all_gpus else (t * p * d > self.n):
-            rel = "differs from" if self.use_all_gpus else "exceeds"
-            return f"tensor × pipeline × data = {t * p * d} GPUs {rel} the system's {self.n}"
-        if self.batch % (d * b):
-            return f"batch {self.batch} is not divisible by data_parallel × microbatch_size = {d * b}"
-        if v > 1 and (p == 1 or (self.batch // (d * b)) % p):
-            return (f"interleaving {v} needs pipeline_parallel > 1 and micro-batches divisible by pipeline_parallel")
-        if not bool(stages.split(self.config.layers, p, v, self.options.uneven_stages).valid):
-            return (f"pipeline {p} × interleaving {v} = {p * v} model chunks cannot split {self.config.layers} "
-                    f"layers with uneven_stages = \"{self.options.uneven_stages}\" (balanced: a divisor of the "
-                    f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving)")
-        experts = moe.reason(self.config, plan, int(self.options.expert_tensor_parallel))
-        if experts:
-            return experts
-        limit = (self.capacity - self.options.memory_reserve) / GIB
-        if cols["memory_gib"] > limit:
-            return f"needs {cols['memory_gib']:.1f} GiB per GPU, {limit:.1f} GiB available"
-        return ""
+        return reasons.why_not(self, plan, cols["memory_gib"])
 
     def describe(self, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
         """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""
@@ -358,8 +383,9 @@ class Megatron3DCostModel(CostModel):
                          "interleaving": int(values["interleaving"][i]),
                          "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
                          "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
-                         "dp overlap": bool(values["dp_overlap"][i]),
+                         "dp overlap": bool(values["dp_overlap"][i]), "cp": int(values["context_parallel"][i]),
                          **({"expert": int(values["expert_parallel"][i])} if self.config.moe else {}),
+                         "fsdp": bool(values["fsdp"][i]), "offload": offload.OFFLOAD[int(values["offload"][i])],
                          "time s": float(cols["time"][i]),
                          "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
         return rows
@@ -386,7 +412,8 @@ class Megatron3DCostModel(CostModel):
             ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * self.options.expert_tensor_parallel) == 0)
             plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
                     "interleaving": 1, "recompute": rc, "sequence_parallel": self.config.moe is not None,
-                    "optimizer_sharding": False, "dp_overlap": False, "expert_parallel": ep}
+                    "optimizer_sharding": False, "dp_overlap": False, "context_parallel": 1, "expert_parallel": ep,
+                    "fsdp": False, "offload": choices["offload"][0]}
             mapping = self.space.mapping(plan)
             if self.evaluate(mapping).feasible:
                 return {"megatron": mapping}

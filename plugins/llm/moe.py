@@ -156,7 +156,8 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp
     return 2.0 * once + again  # forward and backward (+ the recomputed forward)
 
 
-def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_bytes: float) -> np.ndarray:
+def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_bytes: float,
+                       fused_swiglu: bool = False) -> np.ndarray:
     """Bytes one MoE layer keeps per micro-batch for its routed experts: the router's fp32
     probabilities over every expert, and per dispatched copy its permuted input (the first GEMM's
     input), the MLP-in output, the MLP-out input and the gated product (as a dense MLP,
@@ -164,7 +165,7 @@ def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_
     moe = cfg.moe
     tokens = local_tokens(cfg, b, t, sp)
     copies = tokens * moe.top_k * imbalance
-    per_copy = gemm_input_bytes * cfg.d_model + memory.mlp_bytes(cfg, moe.d_ff, 1.0, gemm_input_bytes)
+    per_copy = gemm_input_bytes * cfg.d_model + memory.mlp_bytes(cfg, moe.d_ff, 1.0, gemm_input_bytes, 1.0, fused_swiglu)
     return ROUTER_BYTES * tokens * moe.experts + copies * per_copy
 
 
@@ -191,7 +192,8 @@ def check_options(cfg: TransformerConfig, etp: int, imbalance: float) -> None:
 
 
 def invalid(cfg: TransformerConfig, t, d, ep, sp, etp: float) -> np.ndarray:
-    """True where a plan breaks Megatron-Core's MoE rules: ``ep·etp`` must divide ``t·d`` (and ``ep``
+    """True where a plan breaks Megatron-Core's MoE rules: ``ep·etp`` must divide ``t·d`` (``d``: data ×
+    context parallel; and ``ep``
     the experts, by its choices), and tensor parallelism needs sequence parallelism (``moe_layer.py``)."""
     t, d, ep = (np.asarray(x, float) for x in (t, d, ep))
     if cfg.moe is None:
@@ -205,8 +207,8 @@ def reason(cfg: TransformerConfig, plan: dict, etp: int) -> str:
     if cfg.moe is None:
         return "" if ep == 1 else f"expert_parallel = {ep} needs a mixture-of-experts model ([workload.moe])"
     if (t * d) % (ep * etp):
-        return (f"expert_parallel × expert_tensor_parallel = {ep * etp} must divide tensor × data = {t * d} "
-                f"(Megatron-Core carves expert ranks out of each stage's GPUs)")
+        return (f"expert_parallel × expert_tensor_parallel = {ep * etp} must divide tensor × data × context = "
+                f"{t * d} (Megatron-Core carves expert ranks out of each stage's GPUs)")
     if t > 1 and not plan["sequence_parallel"]:
         return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel (Megatron-Core)"
     return ""

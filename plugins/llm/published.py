@@ -46,6 +46,17 @@ class Run:
     measured_s: float = 0.0
     options: dict = field(default_factory=dict)  # cost-model options of the run's software
 
+    def __post_init__(self):
+        # none of these runs used context parallelism, FSDP or offloading (not in Megatron-LM then)
+        object.__setattr__(self, "fixed", {**NOT_YET, **self.fixed})
+
+
+# decisions Megatron-LM of 2021-2022 did not have: pinned off for every run
+NOT_YET = {"context_parallel": 1, "fsdp": False, "offload": "none"}
+# Megatron-LM of 2021-2022 ran the attention core unfused (its scale-mask-softmax kernels, the
+# scores stored: Korthikanti et al. 2022 Eq. 1's 5as/h term); fused flash attention came later
+SOFTWARE_2022 = {"attention": "unfused"}
+
 
 def eq3_flops(cfg: TransformerConfig, batch: int) -> float:
     """Narayanan et al. Eq. 3: FLOPs of one iteration with full recomputation."""
@@ -63,9 +74,9 @@ def _korthikanti() -> list[Run]:
         base = {"tensor_parallel": 8, "pipeline_parallel": p, "data_parallel": 1, "microbatch_size": mb,
                 "interleaving": v, "optimizer_sharding": False, "dp_overlap": False}
         runs.append(Run("korthikanti-t5", f"{label} full", cfg, 8 * p, batch,
-                        {**base, "recompute": "full", "sequence_parallel": False}, full_s))
+                        {**base, "recompute": "full", "sequence_parallel": False}, full_s, SOFTWARE_2022))
         runs.append(Run("korthikanti-t5", f"{label} sel+sp", cfg, 8 * p, batch,
-                        {**base, "recompute": "selective", "sequence_parallel": True}, seqsel_s))
+                        {**base, "recompute": "selective", "sequence_parallel": True}, seqsel_s, SOFTWARE_2022))
     return runs
 
 
@@ -89,7 +100,7 @@ _FULL_2021 = {**_RECOMPUTE_2021, "interleaving": 1}
 # Megatron-LM of 2021 (v2): synchronous tensor-parallel collectives, weight gradients added into the
 # main-gradient buffer by a separate kernel (both changed in 2022; ``--no-async-tensor-model-parallel-allreduce``
 # and ``--no-gradient-accumulation-fusion`` restore the old behaviour)
-SOFTWARE_2021 = {"tp_overlap": False, "grad_accumulation_fusion": False}
+SOFTWARE_2021 = {"tp_overlap": False, "grad_accumulation_fusion": False, **SOFTWARE_2022}
 
 
 def _narayanan() -> list[Run]:

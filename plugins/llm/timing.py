@@ -6,9 +6,9 @@ priced once per shape and only the cheap sums run over the switch settings; the 
 this). Per pipeline stage and micro-batch (``L/p`` layers):
 
 * compute (:func:`layer_compute`): the layer's four weight GEMMs per tensor-parallel rank (QKV,
-  projection, MLP in and out), the attention core as batched GEMMs over the local heads (scores
-  and context) and the memory-bound kernels (LayerNorms, bias-dropout-residuals, activation,
-  softmax and attention dropout), priced by :mod:`.compute`. Backward: the GEMMs' input and
+  projection, MLP in and out), the attention core over the local heads (:mod:`.attention`: fused
+  flash attention, or unfused scores, softmax and dropout) and the memory-bound kernels
+  (LayerNorms, bias-dropout-residuals, activation), priced by :mod:`.compute`. Backward: the GEMMs' input and
   weight gradients as the compute model prices them (twice the forward for the fitted roofline)
   and twice the element-wise traffic. Recomputation
   adds one layer forward (``full``) or the attention core (``selective``: scores, softmax,
@@ -37,6 +37,13 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   between first and last stage. The optimizer step reads and writes ``optimizer_bytes`` per
   local parameter (:func:`optimizer_bytes`).
 
+* issue 25's decisions: context parallelism (:mod:`.context`) prices every per-token term as a
+  micro-batch of ``b/cp`` sequences and adds the ring's exposed steps; FSDP (:mod:`.sharding`)
+  adds each layer's exposed gathers and reduce-scatter per micro-batch and drops the final
+  gradient reduction; offloading (:mod:`.offload`) adds each layer's exposed activation transfers
+  and streams the optimizer state over the host link. Gradients are reduced and optimizer state
+  sharded over the ``d·cp`` ranks that hold the same weights.
+
 Memory per GPU follows :mod:`.memory`.
 """
 
@@ -50,12 +57,14 @@ from optmap import collectives as coll
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-from . import memory, moe, stages
+from . import attention as attn
+from . import context, memory, moe, offload, sharding, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
 PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
-         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s", "ep_comm_s")
+         "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s", "cp_comm_s", "fsdp_comm_s", "offload_s",
+         "ep_comm_s")
 
 
 @dataclass(frozen=True)
@@ -72,7 +81,10 @@ class Plans:
     sp: np.ndarray
     zero: np.ndarray
     overlap: np.ndarray
-    ep: np.ndarray = 1.0  # expert parallel size (:mod:`.moe`)
+    cp: np.ndarray = 1.0  # context-parallel size (:mod:`.context`)
+    ep: np.ndarray = 1.0  # expert-parallel size (:mod:`.moe`)
+    fsdp: np.ndarray = False  # fully sharded data parallel (:mod:`.sharding`)
+    offload: np.ndarray = 0  # index into :data:`.offload.OFFLOAD`
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,8 @@ class Links:
     pp_bw: np.ndarray
     pp_lat: np.ndarray
     pp_crosses_nodes: np.ndarray
+    cp_bw: np.ndarray = np.inf  # one ring step between context-parallel neighbours
+    cp_lat: np.ndarray = 0.0
     # expert groups (:func:`.cluster.expert_links`; none for a dense model): the EP group's NVLink
     # and adapter rates, latency and fewest members in a node; the ETP and expert-data-parallel groups
     ep_intra_bw: np.ndarray = np.inf
@@ -113,6 +127,10 @@ class Options:
     uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
     gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
     weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
+    attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
+    fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
+    host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
+    fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
     expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
 
@@ -126,6 +144,7 @@ class LayerTimes:
     core: np.ndarray  # the attention core, forward (what selective recomputation redoes)
     qkv: np.ndarray  # the QKV GEMM's backward (its GEMMs hide the column-parallel collectives)
     mlp_in: np.ndarray  # the MLP-in GEMM's backward (likewise)
+    core_backward: np.ndarray = 0.0  # the attention core, backward (hides the context-parallel ring)
 
 
 def optimizer_bytes(grad_bytes: float) -> float:
@@ -143,19 +162,20 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None, ep=1.0,
-                  opts: Options = Options()) -> LayerTimes:
+def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None,
+                  ep=1.0, opts: Options = Options()) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
     backward reads and writes twice their forward traffic. ``linear`` prices the four linear
-    GEMMs (FP8 recipes, :mod:`.precision`); the attention core and element-wise kernels use ``dev``.
-    A MoE model's layer is the average of its dense and MoE layers, whose MLP is :func:`.moe.mlp_times`."""
+    GEMMs (FP8 recipes, :mod:`.precision`); the attention core (:mod:`.attention`, fused or not,
+    ``opts.attention``) and element-wise kernels use ``dev``. A MoE model's layer is the average
+    of its dense and MoE layers, whose MLP is :func:`.moe.mlp_times`."""
     if cfg.moe is not None and cfg.moe.dense_layers:
-        dense = layer_compute(cfg.with_(moe=None), dev, b, t, sp, linear)
+        dense = layer_compute(cfg.with_(moe=None), dev, b, t, sp, linear, opts=opts)
         sparse = layer_compute(cfg.with_(moe=dataclasses.replace(cfg.moe, dense_layers=0)), dev, b, t, sp, linear,
                                ep, opts)
         return moe.blend(cfg, dense, sparse)
     lin = linear or dev
-    s, h, a, dh = cfg.seq_len, cfg.d_model, cfg.heads, cfg.head_dim
+    s, h = cfg.seq_len, cfg.d_model
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
     qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
@@ -168,19 +188,16 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
         experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
-    heads = np.asarray(b, float) * a / t
-    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
-    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
+    core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
     # the activation reads and writes the MLP shard (and the gated product when gated)
     rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
     elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
-    gemms = (qkv, proj, mlp_in, mlp_out, scores, context)
-    core = scores[0] + context[0] + softmax_dropout
-    forward = sum(g[0] for g in gemms) + softmax_dropout + elementwise
-    backward = sum(g[1] for g in gemms) + 2.0 * (softmax_dropout + elementwise)
-    return LayerTimes(forward, backward, core, qkv[1], mlp_hide)
+    gemms = (qkv, proj, mlp_in, mlp_out)
+    forward = sum(g[0] for g in gemms) + core_f + elementwise
+    backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise
+    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -213,22 +230,40 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`)."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
+    cp = np.asarray(plans.cp, float)
     L, s, h = cfg.layers, cfg.seq_len, cfg.d_model
     m = batch / (d * b)  # micro-batches per pipeline per iteration
+    shards = d * cp  # ranks holding the same weights: gradients reduced, optimizer sharded over them
+    fsdp = np.asarray(plans.fsdp, bool) & (shards > 1)
+    off_act, off_opt = offload.activations_offloaded(plans.offload), offload.optimizer_offloaded(plans.offload)
     layout = stages.split(L, p, v, opts.uneven_stages)
     vocab = padded_vocab(cfg, t)
+    bt = context.tokens_per_rank(b, cp)  # a context-parallel rank works on s/cp tokens per sequence
 
     ep, etp = plans.ep, opts.expert_tensor_parallel
-    lt = layer_compute(cfg, dev, b, t, sp, linear, ep, opts)
+    lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
-    tp_layer = tp_layer_comm(cfg, lt, b, t, sp, rc, links.tp_bw, links.tp_lat, opts)
+    tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts)
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
-        cfg, b, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)
+        cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)
+    ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
+    cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
+    dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t
+    layer_params = dense_layer / t  # one layer's tensor-parallel shard (FSDP gathers it; experts stay local)
+    gather_f, gather_b = sharding.layer_exposed(layer_params, opts.grad_bytes, shards, links.dp_bw, links.dp_lat,
+                                                f_layer, b_layer, opts.fsdp_reshard)
+    fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
+    routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
+        cfg, bt, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes, opts.fused_swiglu)
+    act_layer = memory.layer_activations(cfg, bt, t, sp, rc, opts.gemm_input_bytes, opts.attention,
+                                         opts.fused_swiglu, routed)
+    offload_layer = np.where(off_act, offload.activation_exposed(act_layer, opts.host_bandwidth, f_layer,
+                                                                 b_layer + rec_layer), 0.0)
 
     # first stage: embedding lookup and its TP reduction; last stage: logits GEMM and the loss
-    tok = b * s
+    tok = bt * s
     emb_f = dev.memory_time(ACT_BYTES * tok * h, kernels=1)
     emb_comm = np.where(t > 1, coll.allreduce(ACT_BYTES * tok * h, t, links.tp_bw, links.tp_lat), 0.0)
     logits_f, logits_b = dev.gemm_times(tok, vocab / t, h)
@@ -247,14 +282,13 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     # of any stage sizes the gradients, optimizer step and memory (the last keeps an embedding copy)
     emb_params = vocab * h + cfg.max_positions * h
     middle = p > 2
-    dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t
     stage_layers = np.maximum(np.maximum(layout.first_device, layout.last_device),
                               np.where(middle, layout.middle_device, 0.0))
     stage_dense = np.maximum(np.maximum(layout.first_device, layout.last_device) * dense_layer + emb_params,
                              np.where(middle, layout.middle_device * dense_layer, 0.0)) / t
     stage_experts = stage_layers * expert_layer / (ep * etp)
     stage_params = stage_dense + stage_experts
-    edp = moe.expert_data_parallel(t, d, ep, etp)
+    edp = moe.expert_data_parallel(t, shards, ep, etp)  # experts' replicas fold over tensor × data × context
     grads = opts.grad_bytes * stage_dense
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
     accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
@@ -264,7 +298,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     last_extra = head + 2.0 * head_comm
     # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
     # one or the last (layers + logits and loss); with p = 1 one device runs everything
-    per_layer = f_layer + b_layer + rec_layer + tp_layer + ep_layer
+    per_layer = f_layer + b_layer + rec_layer + tp_layer + cp_layer + fsdp_layer + offload_layer + ep_layer
     busy_first = layout.first_device * per_layer + first_extra
     busy_last = layout.last_device * per_layer + last_extra
     busy_middle = np.where(middle, layout.middle_device * per_layer, 0.0)
@@ -279,25 +313,30 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     stage = per_stage * per_layer + p2p + accumulate
     bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
-    zero = np.asarray(plans.zero, bool) & (d > 1)
-    reduce = np.where(zero, coll.reduce_scatter(grads, d, links.dp_bw, links.dp_lat),
-                      coll.allreduce(grads, d, links.dp_bw, links.dp_lat))
-    gather = np.where(zero, coll.allgather(ACT_BYTES * stage_dense, d, links.dp_bw, links.dp_lat), 0.0)
+    zero = np.asarray(plans.zero, bool) & (shards > 1)
+    # the dense parameters' gradients over data × context (FSDP reduces them layer by layer instead)
+    dense_live = (shards > 1) & ~fsdp
+    reduce = np.where(dense_live, np.where(zero, coll.reduce_scatter(grads, shards, links.dp_bw, links.dp_lat),
+                                           coll.allreduce(grads, shards, links.dp_bw, links.dp_lat)), 0.0)
+    gather = np.where(dense_live & zero,
+                      coll.allgather(ACT_BYTES * stage_dense, shards, links.dp_bw, links.dp_lat), 0.0)
+    expert_zero = (np.asarray(plans.zero, bool) | fsdp) & (edp > 1)
     if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`)
-        expert_zero = np.asarray(plans.zero, bool) & (edp > 1)
         expert_grads = opts.grad_bytes * stage_experts
-        reduce = reduce + np.where(expert_zero, coll.reduce_scatter(expert_grads, edp, links.edp_bw, links.edp_lat),
-                                   coll.allreduce(expert_grads, edp, links.edp_bw, links.edp_lat))
+        reduce = reduce + np.where(edp > 1, np.where(
+            expert_zero, coll.reduce_scatter(expert_grads, edp, links.edp_bw, links.edp_lat),
+            coll.allreduce(expert_grads, edp, links.edp_bw, links.edp_lat)), 0.0)
         gather = gather + np.where(expert_zero, coll.allgather(ACT_BYTES * stage_experts, edp, links.edp_bw,
                                                                links.edp_lat), 0.0)
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
-    dp_comm = np.where((d > 1) | (edp > 1), exposed + gather, 0.0)
+    dp_comm = exposed + gather
     emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
-    step_bytes = opts.optimizer_bytes * stage_dense / np.where(zero, d, 1.0)
-    if cfg.moe is not None:  # expert state sharded over the expert-data-parallel group
-        step_bytes = step_bytes + opts.optimizer_bytes * stage_experts / np.where(expert_zero, edp, 1.0)
-    optimizer = dev.memory_time(step_bytes, kernels=4)
+    sharded = zero | fsdp
+    local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
+    optimizer = dev.memory_time(opts.optimizer_bytes * local, kernels=4)
+    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, memory.STATE_BYTES * local, opts.host_bandwidth),
+                         optimizer)
 
     parts = {
         "forward_s": m * fwd_stage,
@@ -310,36 +349,44 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "grad_accumulation_s": m * accumulate,
         "dp_comm_s": dp_comm + emb_sync,
         "optimizer_s": optimizer,
+        "cp_comm_s": m * per_stage * cp_layer,
+        "fsdp_comm_s": m * per_stage * fsdp_layer,
+        "offload_s": m * per_stage * offload_layer,
         "ep_comm_s": m * per_stage * ep_layer,  # MoE token dispatch and combine (:mod:`.moe`)
     }
-    time = sum(parts.values())
+    time = summed(parts.values())
 
     # memory per GPU: the first stage (embedding, most activations) or the last (logits)
     split = np.where(sp, t, 1.0)
-    routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
-        cfg, b, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes)
-    act_layer = memory.layer_activations(cfg, b, t, sp, rc, opts.gemm_input_bytes, routed)
-    in_flight = memory.in_flight_micro_batches(p, v, m)
-    first_act = act_layer * layout.first_device * in_flight + s * b * h * schedule.in_flight(p, m) / split
-    middle_act = np.where(middle, act_layer * layout.middle_device * in_flight, 0.0)  # as many in flight (bound)
-    working = np.where(rc == memory.FULL,
-                       memory.layer_activations(cfg, b, t, sp, memory.NONE, opts.gemm_input_bytes, routed), 0.0)
-    logits = 6.0 * s * b * vocab / t
-    last_act = act_layer * layout.last_device + logits
+
+    def held(layers, micro_batches):  # layer activations a device keeps; offloaded: two layers' worth
+        return act_layer * np.where(off_act, np.minimum(offload.RESIDENT_LAYERS, layers * micro_batches),
+                                    layers * micro_batches)
+
+    first_act = held(layout.first_device, memory.in_flight_micro_batches(p, v, m)) \
+        + s * bt * h * schedule.in_flight(p, m) / split
+    # the second stage holds the most of the middle ones: one micro-batch fewer than the first
+    middle_act = np.where(middle, held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1)), 0.0)
+    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes,
+                                                                   opts.attention, opts.fused_swiglu, routed), 0.0)
+    logits = 6.0 * s * bt * vocab / t
+    last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state = memory.static_bytes(stage_dense, zero, d)
+    weights, gradients, state = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
+                                                      opts.fsdp_reshard)
     if cfg.moe is not None:  # the stage's share of the experts, optimizer state over edp (:mod:`.moe`)
         weights, gradients, state = (a + e for a, e in zip((weights, gradients, state),
                                                            memory.static_bytes(stage_experts, expert_zero, edp)))
+    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
-    copies = opts.weight_copy_bytes * stage_layers * dense_layer / t + opts.weight_copy_bytes * stage_experts
-    total = weights + copies + gradients + state + activations
-    gpus = t * p * d
+    copies = opts.weight_copy_bytes * (stage_layers * dense_layer / t + stage_experts)
+    total = summed((weights, copies, gradients, state, activations))
+    gpus = t * p * d * cp
     return {
         "time": time, **parts,
         "throughput": batch * s / time,  # tokens per second
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
-        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc) / (time * gpus) / 1e12,
+        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12,
         "gpus": gpus,
         "memory_weights": weights, "memory_weight_copies": copies,
         "memory_gradients": gradients, "memory_optimizer": state,
@@ -349,19 +396,29 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     }
 
 
+def summed(terms) -> np.ndarray:
+    """The sum of arrays that broadcast together, in one buffer of the full shape (a search
+    broadcasts millions of plans: one allocation instead of one per term)."""
+    terms = list(terms)
+    out = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in terms)))
+    for x in terms:
+        out += x
+    return out
+
+
 def model_flops(cfg: TransformerConfig, batch: int) -> float:
     """Model FLOPs of one iteration, without recomputation: 3 × forward, the numerator of model
     FLOPs utilisation (Korthikanti et al. 2022 §6; Chowdhery et al. 2022, PaLM, App. B)."""
     return 3.0 * batch * cfg.flops_fwd()
 
 
-def hardware_flops(cfg: TransformerConfig, batch: int, recompute) -> np.ndarray:
+def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str = "unfused") -> np.ndarray:
     """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
     layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
     ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
     ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
     layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
-    core = 4.0 * cfg.seq_len**2 * cfg.inner
+    core = attn.recomputed_core_flops(cfg, attention)
     rc = np.asarray(recompute)
     again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
     return model_flops(cfg, batch) + batch * cfg.layers * again

@@ -67,6 +67,11 @@ def test_in_flight_micro_batches():
     assert float(schedule.in_flight(4, 8, 3, "gpipe")) == 8
     # Korthikanti §4.2.3: p = 4, v = 2 -> p (1 + (p - 1)/(p v)) = 4 * (1 + 3/8) = 5.5 micro-batches
     assert float(schedule.interleaved_in_flight(4, 2)) == pytest.approx(5.5)
+    # Megatron-LM's interleaved schedule by hand, p = 4, v = 2: stage s warms up 2(p - 1 - s) + (v - 1)p
+    # chunk micro-batches and holds one more: 11, 9, 7, 5 chunks of its 2 = 5.5, 4.5, 3.5, 2.5 micro-batches
+    assert schedule.interleaved_in_flight(4, 2, 8, np.arange(4)).tolist() == [5.5, 4.5, 3.5, 2.5]
+    # with m = p = 4 micro-batches the first stage holds all of them (m·v = 8 chunks), not 5.5
+    assert float(schedule.interleaved_in_flight(4, 2, 4)) == 4.0
     with pytest.raises(ValueError, match="schedule must be one of"):
         schedule.in_flight(4, 8, 0, "pipedream")
 

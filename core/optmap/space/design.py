@@ -252,9 +252,10 @@ class DesignSpace:
         return Mapping(self, tuple(float(v) for v in self.repair(np.asarray(x, float)[None])[0]))
 
     def encode(self, values: dict[str, Any]) -> np.ndarray:
-        """A vector from decisions by name; inactive variables, and those with one value (pinned, or a
-        single choice), may be left out."""
+        """A vector from decisions by name; inactive variables, those with one value (pinned, or a
+        single choice) and those with a default may be left out."""
         x = self._canonical_vector()
+        values = {**{v.name: v.default for v in self.variables if v.default is not None and not v.is_pinned}, **values}
         for i, v in enumerate(self.variables):
             if v.name in values:
                 x[self.offsets[i]:self.offsets[i + 1]] = v.encode(values[v.name])

@@ -27,6 +27,7 @@ class Variable:
     tags: tuple[tuple[str, Any], ...] = ()
     active_if: tuple[tuple[str, tuple], ...] = ()  # ((parent, allowed values), ...): all must hold
     pinned: Any = None  # the value this variable is fixed to (see DesignSpace.pin)
+    default: Any = None  # the value a mapping that leaves this variable out takes (None: it must name one)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -165,9 +166,14 @@ def _conditions(active_if: dict[str, Any] | None) -> tuple[tuple[str, tuple], ..
     return tuple((parent, tuple(v if isinstance(v, (list, tuple)) else [v])) for parent, v in active_if.items())
 
 
-def categorical(name: str, choices: Sequence, *, active_if: dict | None = None, **tags: Any) -> Variable:
+def categorical(name: str, choices: Sequence, *, active_if: dict | None = None, default: Any = None,
+                **tags: Any) -> Variable:
+    """A choice among ``choices``; ``default`` (one of them) is taken where a mapping leaves it out
+    (a decision added to a formulation later, so that plans written before it still name one)."""
+    if default is not None and default not in tuple(choices):
+        raise ValueError(f"variable {name}: default {default!r} is not one of its choices")
     return Variable(name, "categorical", choices=tuple(choices), tags=tuple(tags.items()),
-                    active_if=_conditions(active_if))
+                    active_if=_conditions(active_if), default=default)
 
 
 def integer(name: str, low: int, high: int, *, active_if: dict | None = None, **tags: Any) -> Variable:

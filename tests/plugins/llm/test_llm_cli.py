@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from optmap.cli import main
+from optmap.plugins.llm.engine import has_data_parallel_twin
 from optmap.problem import load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -18,7 +19,9 @@ SMALL = [arg for s in SETS for arg in ("--set", s)]
 PLAN = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
         "interleaving": 3, "recompute": "selective", "sequence_parallel": "true",
         "optimizer_sharding": "false", "dp_overlap": "false",
-        "expert_parallel": 1}  # a decision since issue 25; a dense model has only 1
+        # issue 25's decisions (every decision is fixed here, so they are too; a dense model has
+        # expert_parallel 1 only)
+        "context_parallel": 1, "expert_parallel": 1, "fsdp": "false", "offload": "none"}
 
 
 def run(tmp_path, *args):
@@ -56,8 +59,15 @@ def test_fixing_some_decisions_searches_the_rest(tmp_path):
     cols = problem.cost_model.evaluate_batch(rows)
     assert result["values"]["time"] == pytest.approx(cols["time"][cols["feasible"]].min())
     v = problem.cost_model.values(rows)  # each distinct plan once: a switch that cannot act, off
+    # (issue 25: sharding and overlap act over the d·cp ranks holding the same weights, and FSDP
+    # shards the optimizer and reduces layer by layer, so ZeRO-1 and overlap beside it cannot act)
+    shards, fsdp = v["data_parallel"] * v["context_parallel"], v["fsdp"]
     distinct = ~(((v["tensor_parallel"] == 1) & v["sequence_parallel"])
-                 | ((v["data_parallel"] == 1) & (v["optimizer_sharding"] | v["dp_overlap"])))
+                 | (((shards == 1) | fsdp) & (v["optimizer_sharding"] | v["dp_overlap"]))
+                 | ((shards == 1) & fsdp)
+                 # and a context-parallel plan whose data-parallel twin is as good (engine docstring)
+                 | has_data_parallel_twin({v.name: [v.pinned] if v.is_pinned else v.choices for v in problem.space.variables},
+                                          v["data_parallel"], v["microbatch_size"], v["context_parallel"]))
     want = np.sort(cols["time"][cols["feasible"] & distinct])[:5]
     top = result["report"]["tables"]["top_plans"]
     assert all(r["tensor"] == 4 and r["recompute"] == "selective" for r in top)

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from optmap.plugins.llm.engine import pareto_rows, plan_table
+from optmap.plugins.llm.engine import has_data_parallel_twin, pareto_rows, plan_table
 from optmap.run import solve
 from optmap.search import Budget, Evaluator, pareto_mask
 
@@ -18,7 +18,14 @@ def _brute_force(model, space=None):
     plans = model.plan_arrays(model.values(rows))
     bad = model.validity(plans)
     valid = ~np.logical_or.reduce(list(bad.values()))  # every rule of the model (layer split included)
-    inert = ((plans.tp == 1) & plans.sp) | ((plans.dp == 1) & (plans.zero | plans.overlap))
+    # (issue 25: sharding and overlap act over the d·cp ranks holding the same weights; FSDP shards
+    # the optimizer and reduces layer by layer, so ZeRO-1 and overlap beside it cannot act)
+    shards = plans.dp * plans.cp
+    inert = ((plans.tp == 1) & plans.sp) | (((shards == 1) | plans.fsdp) & (plans.zero | plans.overlap)) \
+        | ((shards == 1) & plans.fsdp) \
+        | has_data_parallel_twin({v.name: [v.pinned] if v.is_pinned else v.choices for v in (space or model.space).variables},
+                                 plans.dp, plans.mb,
+                                 plans.cp)  # a context-parallel plan whose data-parallel twin is as good
     return rows[valid & ~inert]
 
 
@@ -37,7 +44,8 @@ def test_enumeration_equals_filtered_grid():
     times = m.evaluate_batch(brute)["time"]
     for i in range(len(brute)):
         key = (want.tp[i], want.pp[i], want.dp[i], want.mb[i], want.vp[i], float(want.recompute[i]),
-               float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]), float(want.ep[i]))  # + expert_parallel
+               float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]), want.cp[i], float(want.ep[i]),
+               float(want.fsdp[i]), float(want.offload[i]))  # the decisions in the space's order
         assert by_plan[key] == pytest.approx(times[i])
 
 
@@ -79,7 +87,9 @@ def test_budget_caps_the_plans_scored():
 
 
 def test_several_objectives_give_the_pareto_front():
-    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
+    # (the O(n²) reference is slow: issue 25's context parallelism and offloading are left out here)
+    p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4,
+                max_context_parallel=1, offload=["none"])
     both = dataclasses.replace(p, objectives=("time", "memory_gib"), senses=("min", "min"))
     result = solve(both)
     brute = _brute_force(p.cost_model)
@@ -121,7 +131,8 @@ def test_best_plan_at_least_as_fast_as_the_papers(preset, gpus, batch, paper):
     m = p.cost_model
     result = solve(p)
     paper_plan = {**paper, "interleaving": 1, "recompute": "full", "sequence_parallel": False,
-                  "optimizer_sharding": False, "dp_overlap": False}
+                  "optimizer_sharding": False, "dp_overlap": False, "context_parallel": 1, "fsdp": False,
+                  "offload": "none"}
     report = m.evaluate(m.space.mapping(paper_plan))
     assert report.feasible
     assert result.report.metrics["throughput"] >= report.metrics["throughput"]
@@ -141,6 +152,6 @@ def test_top_plans_belong_to_the_best_plan_of_the_search_only():
     p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4)
     best = solve(p)
     other = solve(dataclasses.replace(p, fixed={"tensor_parallel": 2}), engine="random", seed=0,
-                  budget=Budget(evaluations=50))
+                  budget=Budget(evaluations=200))  # (issue 25: a larger space, fewer valid samples)
     assert "top_plans" in best.report.tables
     assert other.best.as_dict() != best.best.as_dict() and "top_plans" not in other.report.tables

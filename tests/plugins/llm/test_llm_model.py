@@ -67,7 +67,9 @@ def _table(report, name):
 
 
 def test_memory_infeasible_with_reason_and_feasible_fits():
-    m = problem().cost_model
+    # (issue 25: Korthikanti's figures are for the unfused attention of Megatron-LM 2022, which stores
+    # the scores; the cost model's default became flash attention, which does not)
+    m = problem(attention="unfused").cost_model
     none = {**KORTHIKANTI_175B, "recompute": "none", "sequence_parallel": False}
     report = m.evaluate(m.space.mapping(none))
     # Korthikanti Figure 1: 45.6 GiB of weights + 66.8 GiB of activations do not fit in 80 GiB
@@ -288,7 +290,8 @@ def test_model_and_hardware_flops_by_hand():
     eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
     mfu = 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))
     assert eq3 == pytest.approx(5.1391e19, rel=1e-4) and mfu == pytest.approx(3.8555e19, rel=1e-4)
-    m = problem(preset="megatron-1t", gpus=3072, batch=B, tp_overlap=False).cost_model
+    # (issue 25: unfused attention as in the paper; a causal flash kernel recomputes half the core)
+    m = problem(preset="megatron-1t", gpus=3072, batch=B, tp_overlap=False, attention="unfused").cost_model
     plan = {"tensor_parallel": 8, "pipeline_parallel": 64, "data_parallel": 6, "microbatch_size": 1,
             "interleaving": 1, "recompute": "full", "sequence_parallel": False,
             "optimizer_sharding": False, "dp_overlap": False}

@@ -11,7 +11,7 @@ from optmap.cli import main
 from optmap.errors import OptmapError
 from optmap.plugins.llm import moe, timing
 from optmap.plugins.llm.engine import plan_table
-from optmap.plugins.llm.model import DECISIONS, Megatron3DCostModel
+from optmap.plugins.llm.model import CATEGORIES, DECISIONS, Megatron3DCostModel
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.transformer.workload import transformer
 from optmap.problem import build_problem
@@ -33,13 +33,13 @@ def problem(preset="mixtral-8x7b", gpus=64, batch=256, moe_table=None, **cost):
 def plan(**given):
     base = {"tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 16, "microbatch_size": 1,
             "interleaving": 1, "recompute": "none", "sequence_parallel": False, "optimizer_sharding": False,
-            "dp_overlap": False, "expert_parallel": 8}
+            "dp_overlap": False, "context_parallel": 1, "expert_parallel": 8, "fsdp": False, "offload": "none"}
     return {**base, **given}
 
 
 def columns(model, mapping_values):
-    values = {k: np.array([mapping_values[k] if k != "recompute" else ["none", "selective", "full"].index(
-        mapping_values[k])]) for k in DECISIONS}
+    values = {k: np.array([CATEGORIES[k].index(mapping_values[k]) if k in CATEGORIES else mapping_values[k]])
+              for k in DECISIONS}
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in model.score(model.plan_arrays(values)).items()}
 
 
@@ -125,7 +125,7 @@ def test_expert_parallel_choices_and_validity():
     assert {v.name: v.choices for v in dense.space.variables}["expert_parallel"] == (1,)
     # ep·etp must divide t·d (Megatron-Core folds expert ranks into each stage's t·d GPUs)
     report = m.evaluate(m.space.mapping(plan(tensor_parallel=1, pipeline_parallel=16, data_parallel=4)))
-    assert not report.feasible and "must divide tensor × data = 4" in report.reason
+    assert not report.feasible and "must divide tensor × data × context = 4" in report.reason
     # tensor parallelism without sequence parallelism: Megatron-Core's moe_layer.py refuses it
     report = m.evaluate(m.space.mapping(plan(tensor_parallel=2, data_parallel=8)))
     assert not report.feasible and "needs sequence_parallel" in report.reason

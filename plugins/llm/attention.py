@@ -1,0 +1,51 @@
+"""The attention core of one layer (scores, softmax, context) as Megatron runs it: fused or not.
+
+Option ``attention`` of the ``megatron-3d`` cost model:
+
+* ``"flash"`` (default): fused attention as Megatron-Core runs it today (Transformer Engine's
+  ``DotProductAttention`` with its FlashAttention-2 / cuDNN backends; Dao 2023, "FlashAttention-2",
+  §3.1 and Algorithm 2). The scores never leave the chip: no ``s × s`` activations (the output and
+  a log-sum-exp per query row are kept, :mod:`.memory`) and no ``s²`` softmax or dropout traffic.
+  Forward: the two GEMM-sized products ``QKᵀ`` and ``PV``; with a causal mask the kernel skips the
+  blocks above the diagonal, half the work (FA-2 §3.1.1 "Causal masking"). Backward: five
+  products of the same sizes (FA-2 Algorithm 2 recomputes ``S = QKᵀ``, then ``dV = PᵀdO``,
+  ``dP = dO Vᵀ``, ``dQ = dS K``, ``dK = dSᵀ Q``), so 5/2 of the forward.
+* ``"unfused"``: Megatron-LM 2021-2022 (Narayanan et al. SC'21; Korthikanti et al. 2022): the two
+  batched GEMMs, the scale-mask-softmax and the attention dropout as separate kernels whose
+  ``s²`` tensors go through HBM; backward twice the GEMMs and the element-wise traffic. The
+  published A100 runs of :mod:`.published` pin it.
+
+The products are priced as the batched GEMMs of their shapes (``s × s × head_dim`` per head and
+sample) on the compute model of :mod:`.compute`, so the GEMM shape curve applies to them alike.
+``b`` is the micro-batch (fractional for a context-parallel rank, which holds ``b/cp`` of the
+queries against all the keys: the same work as ``b/cp`` whole sequences).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from optmap.workload.transformer import TransformerConfig
+
+ATTENTION = ("flash", "unfused")
+FLASH_BACKWARD_PRODUCTS = 5.0  # FA-2 Algorithm 2: S recomputed, dV, dP, dQ, dK
+FORWARD_PRODUCTS = 2.0  # QKᵀ and PV
+
+
+def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused") -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of one layer's attention core on one tensor-parallel rank."""
+    s, dh = cfg.seq_len, cfg.head_dim
+    heads = np.asarray(b, float) * cfg.heads / np.asarray(t, float)
+    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
+    if attention == "flash":
+        causal = 0.5 if cfg.causal else 1.0  # FA-2 §3.1.1: blocks above the diagonal are skipped
+        forward = causal * (scores[0] + context[0])
+        return forward, forward * FLASH_BACKWARD_PRODUCTS / FORWARD_PRODUCTS
+    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
+    return scores[0] + context[0] + softmax_dropout, scores[1] + context[1] + 2.0 * softmax_dropout
+
+
+def recomputed_core_flops(cfg: TransformerConfig, attention: str = "unfused") -> float:
+    """FLOPs per sample and layer that selective recomputation runs again: the core's two
+    products, ``4·s²·inner`` (Korthikanti §5), halved by a causal flash kernel (FA-2 §3.1.1)."""
+    causal = 0.5 if attention == "flash" and cfg.causal else 1.0
+    return causal * 4.0 * cfg.seq_len**2 * cfg.inner

@@ -1,0 +1,55 @@
+"""Fully sharded data parallelism (decision ``fsdp``): ZeRO-3 as Megatron-FSDP and torch FSDP2 run it.
+
+Parameters, gradients and optimizer state are split over the ``dp·cp`` ranks that hold the same
+weights (Rajbhandari et al. SC'20, ZeRO stage 3, §5; Megatron-FSDP ``optim_grads_params``;
+FSDP2 ``fully_shard``). Per micro-batch and layer:
+
+* forward: the layer's 16-bit weights (its tensor-parallel shard) are all-gathered, prefetched
+  while the previous layer computes (FSDP2's forward prefetch), so only what outlasts the layer's
+  forward is exposed;
+* backward: they are gathered again (resharded after forward) and the layer's gradients are
+  reduce-scattered, beside the next layer's backward (FSDP2's backward prefetch): again only what
+  outlasts the layer's backward is exposed.
+
+No gradient all-reduce is left at the end of the iteration, and the optimizer steps ``1/(dp·cp)``
+of the parameters. Memory: weights, gradients and optimizer state all divided by ``dp·cp``
+(``(2 + 4 + 12)/d = 18/d`` bytes per parameter with fp32 gradients), plus two layers' gathered
+16-bit weights in flight (the one computing and the one prefetched).
+
+Option ``fsdp_reshard_after_forward`` (FSDP2's ``reshard_after_forward``, default true as above):
+false keeps each layer's gathered weights from its forward to its backward (Llama Team 2024 §3.3.2:
+"we do not reshard after forward computation to avoid an extra all-gather communication during
+backward passes"; Megatron-LM's ``--torch-fsdp2-no-reshard-after-forward``, "FSDP ZeRO-2"): no
+backward gather, but with micro-batches in flight the stage's whole 16-bit weights stay gathered.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from optmap import collectives as coll
+
+from . import memory
+
+WEIGHT_BYTES = 2.0  # 16-bit weights gathered
+GATHERED_LAYERS = 2.0  # the computing layer and the prefetched one
+
+
+def layer_exposed(layer_params, grad_bytes: float, shards, bw, lat, forward, backward,
+                  reshard: bool = True) -> tuple:
+    """(forward, backward) exposed seconds of one layer's gathers and reduce-scatter, per micro-batch
+    (``reshard`` false: no backward gather)."""
+    gather = coll.allgather(WEIGHT_BYTES * layer_params, shards, bw, lat)
+    scatter = coll.reduce_scatter(grad_bytes * layer_params, shards, bw, lat)
+    again = gather if reshard else 0.0
+    return np.maximum(0.0, gather - forward), np.maximum(0.0, again + scatter - backward)
+
+
+def static_bytes(stage_params, layer_params, fsdp, zero, shards, reshard: bool = True) -> tuple:
+    """(weights, gradients, optimizer state) bytes per GPU: :func:`memory.static_bytes` (ZeRO-1
+    with ``zero``), and with ``fsdp`` all three over the shards plus two gathered layers (``reshard``
+    false: the whole stage gathered)."""
+    weights, gradients, state = memory.static_bytes(stage_params, zero | fsdp, shards)
+    split = np.where(fsdp, shards, 1.0)
+    held = GATHERED_LAYERS * layer_params if reshard else np.maximum(stage_params, GATHERED_LAYERS * layer_params)
+    gathered = np.where(fsdp, WEIGHT_BYTES * held, 0.0)
+    return weights / split + gathered, gradients / split, state
