@@ -53,6 +53,10 @@ from . import placement
 
 GPUS_PER_NODE = 8  # DGX A100, H100 and B200 (datasheets)
 NVL72_GPUS = 72  # GPUs of one GB200 NVL72 NVLink domain (datasheet)
+# GPUs a large job uses per NVL72 rack: Slurm segments of 16 compute trays of 4 GPUs, NVIDIA's
+# recommendation for jobs of 128 GPUs and more such as MoE training (NVIDIA Technical Blog, "Unlock
+# exascale performance on NVIDIA GB200 NVL72 with Slurm topology-aware job scheduling", 2025)
+SEGMENT_GPUS = 64
 
 @dataclass(frozen=True)
 class Link:
@@ -128,11 +132,13 @@ def dgx_b200(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gb
 
 def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
                 nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-                domain_gpus: ints(1, 4096) = NVL72_GPUS, host_gbps: Gbps = 3600.0) -> System:
+                domain_gpus: ints(1, 4096) = SEGMENT_GPUS, host_gbps: Gbps = 3600.0) -> System:
     """GB200 NVL72 racks: 72 GPUs in one NVLink 5 domain through the rack's NVLink switch trays,
     900 GB/s per GPU each way (7,200 Gb/s; datasheet: 130 TB/s for 72 GPUs), and one 400 Gb/s
     ConnectX-7 InfiniBand adapter per GPU between racks (DGX GB200: four ConnectX-7 per compute
-    tray of four GPUs). ``domain_gpus`` sizes the NVLink domain (36 for an NVL36 rack)."""
+    tray of four GPUs). ``domain_gpus``: the GPUs the job uses per NVLink domain, 64 by default
+    (:data:`SEGMENT_GPUS`: Slurm segments of 16 trays, NVIDIA's recommendation for large jobs, so
+    power-of-two groups do not straddle racks; 72 for whole racks, 36 for an NVL36 rack)."""
     if not isinstance(domain_gpus, int) or domain_gpus < 1:
         raise OptmapError(f"topology 'gb200-nvl72': domain_gpus must be a positive integer, got {domain_gpus!r}")
     return _cluster("gb200-nvl72", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us, domain_gpus,

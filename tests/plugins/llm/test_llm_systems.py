@@ -26,12 +26,17 @@ def test_blackwell_presets_are_the_datasheets_dense_rates():
 def test_nvlink_domains_and_scale_out():
     b = dgx_b200([GroupSpec(load_host().get("accelerator", "b200").resolve(), 16)])
     assert group_link(b, [0, 7]).bandwidth == 900e9 and group_link(b, [0, 8]).bandwidth == 50e9  # 7,200 / 400 Gb/s
-    rack = gb200_nvl72([GroupSpec(load_host().get("accelerator", "gb200").resolve(), 144)])
+    rack = gb200_nvl72([GroupSpec(load_host().get("accelerator", "gb200").resolve(), 144)], domain_gpus=72)
     assert rack.params["gpus_per_node"] == 72 and rack.params["nodes"] == 2
     assert group_link(rack, list(range(0, 72, 9))).bandwidth == 900e9  # any 8 GPUs of one rack: NVLink
     assert group_link(rack, [0, 72]).bandwidth == 50e9
     with pytest.raises(OptmapError, match="domain_gpus"):
         gb200_nvl72([GroupSpec(load_host().get("accelerator", "gb200").resolve(), 8)], domain_gpus=0)
+    # by default a job uses 64 GPUs per rack (Slurm segments of 16 four-GPU trays, NVIDIA's advice
+    # for jobs of 128+ GPUs): 256 GPUs are 4 domains, and GPUs 0 and 64 meet over InfiniBand
+    seg = gb200_nvl72([GroupSpec(load_host().get("accelerator", "gb200").resolve(), 256)])
+    assert seg.params["gpus_per_node"] == 64 and seg.params["nodes"] == 4
+    assert group_link(seg, [0, 63]).bandwidth == 900e9 and group_link(seg, [0, 64]).bandwidth == 50e9
 
 
 def _brute(t, d, p, gpn, kind):
