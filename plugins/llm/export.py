@@ -101,6 +101,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "delayed")]
     elif rec == "mxfp8":
         args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")]
+    if model.fp8_param_gather:  # the FP8 weights are the parameters (cost option fp8_param_gather)
+        args.append(("--fp8-param-gather", None))
     args += [("--num-layers", L), ("--hidden-size", cfg.d_model), ("--ffn-hidden-size", cfg.d_ff),
              ("--num-attention-heads", cfg.heads), ("--kv-channels", cfg.head_dim), ("--seq-length", cfg.seq_len)]
     if cfg.kv_heads is not None and cfg.kv_heads != cfg.heads:

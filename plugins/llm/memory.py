@@ -104,10 +104,13 @@ def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     return layers / np.asarray(p, dtype=float) * in_flight_micro_batches(p, v, m)
 
 
-def static_bytes(params, sharded, d) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def static_bytes(params, sharded, d, grad_bytes: float = GRAD_BYTES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, gradients, optimizer state) bytes of ``params`` local parameters; the state is
-    split over the ``d`` data-parallel ranks when ``sharded`` (Megatron distributed optimizer)."""
+    split over the ``d`` data-parallel ranks when ``sharded`` (Megatron distributed optimizer).
+    ``grad_bytes`` per main-gradient element (the cost option); 16-bit main gradients add an fp32
+    copy to the optimizer's state (Megatron-LM ``docs/distrib_optimizer.md``: 20 bytes per parameter
+    with fp16 gradients, ``4 + 16/d`` distributed; 18 and ``6 + 12/d`` with fp32 gradients)."""
     params = np.asarray(params, dtype=float)
-    state = STATE_BYTES * params / np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
-    return WEIGHT_BYTES * params, GRAD_BYTES * params, state
-
+    per_param = STATE_BYTES + (GRAD_BYTES if grad_bytes < GRAD_BYTES else 0.0)
+    state = per_param * params / np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
+    return WEIGHT_BYTES * params, grad_bytes * params, state

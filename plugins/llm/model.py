@@ -62,8 +62,8 @@ PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": 
                "fsdp_comm_s": "FSDP gathers and reduce-scatters", "offload_s": "activation offloading",
                "ep_comm_s": "expert-parallel all-to-all"}
 MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
-                 "memory_gradients": "gradients (fp32)",
-                 "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
+                 "memory_gradients": "main gradients (grad_bytes each)",
+                 "memory_optimizer": "optimizer state (fp32 master, Adam m and v; fp32 gradients when 16-bit)",
                  "memory_activations": "activations"}
 GIB = 2.0**30
 
@@ -104,6 +104,7 @@ class Megatron3DCostModel(CostModel):
         gemm_efficiency: Fraction | None = None,
         memory_efficiency: Fraction | None = None,
         fp8_gemm_efficiency: Fraction | None = None,
+        fp8_param_gather: bool = True,
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
@@ -130,6 +131,8 @@ class Megatron3DCostModel(CostModel):
         (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``fp8_gemm_efficiency`` the
         fraction of the FP8 peak the linear GEMMs reach with ``dtype = "fp8"`` / ``"mxfp8"``
         (default: the 16-bit ``gemm`` fraction, as no FP8 GEMM was measured; :mod:`.precision`);
+        ``fp8_param_gather`` the FP8 weights are the parameters (NeMo's and Megatron-Bridge's FP8
+        recipes; false: a 16-bit weight plus FP8 copies, :func:`.precision.kept_weight_bytes`);
         ``uneven_stages`` which splits of
         the layers over pipeline stages a plan may use (``balanced``: even, or first and last
         stages one layer short where embedding and loss count as layers; ``any``: also any
@@ -189,7 +192,7 @@ class Megatron3DCostModel(CostModel):
         self.batch, self.n = workload.batch, system.count
         self.use_all_gpus = use_all_gpus
         acc = system.devices[0]
-        self.recipe = rec
+        self.recipe, self.fp8_param_gather = rec, rec.low_precision and fp8_param_gather
         if rec.low_precision and rec.linear_dtype not in dict(acc.peak_flops):
             raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, "
                               f"which '{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
@@ -226,7 +229,8 @@ class Megatron3DCostModel(CostModel):
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
-                                      gemm_input_bytes=rec.gemm_input_bytes, weight_copy_bytes=rec.weight_copy_bytes,
+                                      gemm_input_bytes=rec.gemm_input_bytes, 
+                                      weight_copy_bytes=precision.kept_weight_bytes(rec, fp8_param_gather),
                                       attention=attention, fused_swiglu=fused_swiglu,
                                       fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),

@@ -45,7 +45,7 @@ from optmap.errors import OptmapError
 from optmap.workload import moe as moe_mlp
 from optmap.workload.transformer import TransformerConfig
 
-from . import memory
+from . import memory, precision
 
 ACT_BYTES = 2.0  # 16-bit tokens on the wire and in HBM
 ROUTER_BYTES = 4.0  # fp32 router scores (Megatron-Core moe_utils.py: torch.softmax(logits, dtype=torch.float32))
@@ -120,8 +120,12 @@ def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbala
     width_in = (2 if cfg.gated_mlp else 1) * moe.d_ff / etp
     w1, w2 = lin.gemm_times(rows, width_in, h, batch=local), lin.gemm_times(rows, h, moe.d_ff / etp, batch=local)
     act = dev.memory_time(2.0 * ACT_BYTES * copies * etp * width_in, kernels=1)  # SwiGLU / activation in and out
-    forward = router[0] + w1[0] + w2[0] + route + permute + act
-    backward = router[1] + w1[1] + w2[1] + 2.0 * (route + permute + act)
+    cast_f = cast_b = 0.0
+    if lin is not dev:  # FP8 recipes cast every routed copy's GEMM inputs and output gradients
+        fb, bb = precision.expert_cast_bytes(copies * etp, h, width_in, moe.d_ff / etp)
+        cast_f, cast_b = dev.memory_time(fb, kernels=2), dev.memory_time(bb, kernels=2)
+    forward = router[0] + w1[0] + w2[0] + route + permute + act + cast_f
+    backward = router[1] + w1[1] + w2[1] + 2.0 * (route + permute + act) + cast_b
     shared_in = np.zeros_like(forward)
     if moe.shared_experts:  # a dense tensor-parallel MLP on the whole [b, s, h] (Megatron-Core SharedExpertMLP)
         full = np.asarray(b, float) * cfg.seq_len

@@ -56,3 +56,41 @@ def recipe(dtype: str) -> Recipe | None:
     """The recipe of a workload dtype, or None when megatron-3d has none for it."""
     key = dtype.strip().lower()
     return RECIPES.get(ALIASES.get(key, key))
+
+
+def kept_weight_bytes(rec: Recipe, fp8_param_gather: bool) -> float:
+    """Extra bytes per linear weight beside its 16-bit copy. With ``fp8_param_gather`` (Megatron-Core
+    ``--fp8-param-gather``, set by NeMo's and Megatron-Bridge's FP8 precision recipes) the FP8
+    weight *is* the parameter (Transformer Engine's ``Float8Tensor``; fp32 master weights stay in the
+    optimizer): its FP8 data and transpose (MXFP8: row- and column-wise copies with their scales)
+    take the place of the 16-bit weight, so only what exceeds 2 bytes is extra."""
+    if rec.low_precision and fp8_param_gather:
+        return max(0.0, rec.weight_copy_bytes - 2.0)
+    return rec.weight_copy_bytes
+
+
+def cast_bytes(cfg, tokens, t, dense_mlp: bool = True) -> tuple:
+    """HBM bytes of one layer's FP8 casts per tensor-parallel rank and micro-batch, forward and
+    backward (Transformer Engine ``Linear`` / ``LayerNormLinear``; Micikevicius et al. 2022 §4):
+    forward, each linear layer's input is cast to FP8 with its transpose saved for the weight
+    gradient (read 2, write 1 + 1 bytes per element), except the QKV and MLP-in inputs, which the
+    fused LayerNorm already writes in FP8 (their transpose only: read 1, write 1); backward, each
+    output gradient is cast and transposed (read 2, write 1 + 1). ``dense_mlp`` False leaves out the
+    MLP (a MoE layer's experts, :mod:`.moe`)."""
+    h, qkv_out = cfg.d_model, (cfg.inner + 2 * cfg.kv_inner) / t
+    forward = 2.0 * h + 4.0 * cfg.inner / t  # QKV input transpose; projection input cast + transpose
+    backward = 4.0 * (qkv_out + h)  # QKV and projection output gradients
+    if dense_mlp:
+        forward += 2.0 * h + 4.0 * cfg.d_ff / t  # MLP-in input transpose; MLP-out input cast + transpose
+        backward += 4.0 * (cfg.mlp_in / t + h)
+    return forward * tokens, backward * tokens
+
+
+def expert_cast_bytes(copies, d_model: int, width_in, width_out) -> tuple:
+    """HBM bytes of a MoE layer's FP8 casts of its routed copies (as :func:`cast_bytes`): forward,
+    each copy's expert input and MLP-out input cast with their transposes (4 bytes per element);
+    backward, the two expert GEMMs' output gradients cast and transposed (4 bytes per element)."""
+    forward = 4.0 * (d_model + width_out) * copies
+    backward = 4.0 * (width_in + d_model) * copies
+    return forward, backward
+

@@ -44,11 +44,12 @@ def layer_exposed(layer_params, grad_bytes: float, shards, bw, lat, forward, bac
     return np.maximum(0.0, gather - forward), np.maximum(0.0, again + scatter - backward)
 
 
-def static_bytes(stage_params, layer_params, fsdp, zero, shards, reshard: bool = True) -> tuple:
+def static_bytes(stage_params, layer_params, fsdp, zero, shards, reshard: bool = True,
+                 grad_bytes: float = memory.GRAD_BYTES) -> tuple:
     """(weights, gradients, optimizer state) bytes per GPU: :func:`memory.static_bytes` (ZeRO-1
     with ``zero``), and with ``fsdp`` all three over the shards plus two gathered layers (``reshard``
     false: the whole stage gathered)."""
-    weights, gradients, state = memory.static_bytes(stage_params, zero | fsdp, shards)
+    weights, gradients, state = memory.static_bytes(stage_params, zero | fsdp, shards, grad_bytes)
     split = np.where(fsdp, shards, 1.0)
     held = GATHERED_LAYERS * layer_params if reshard else np.maximum(stage_params, GATHERED_LAYERS * layer_params)
     gathered = np.where(fsdp, WEIGHT_BYTES * held, 0.0)

@@ -58,7 +58,7 @@ from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
 from . import attention as attn
-from . import context, memory, moe, offload, sharding, stages
+from . import context, memory, moe, offload, precision, sharding, stages
 from .compute import Device
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
@@ -194,9 +194,13 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     # the activation reads and writes the MLP shard (and the gated product when gated)
     rep_bytes = (8.0 + 14.0) * tok * h / np.where(np.asarray(sp, bool), t, 1.0)
     elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
+    cast_forward = cast_backward = 0.0
+    if linear is not None:  # FP8 recipes cast every linear input and output gradient (:mod:`.precision`)
+        cast_f, cast_b = precision.cast_bytes(cfg, tok, t, cfg.moe is None)
+        cast_forward, cast_backward = dev.memory_time(cast_f, kernels=2), dev.memory_time(cast_b, kernels=4)
     gemms = (qkv, proj, mlp_in, mlp_out)
-    forward = sum(g[0] for g in gemms) + core_f + elementwise
-    backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise
+    forward = sum(g[0] for g in gemms) + core_f + elementwise + cast_forward
+    backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise + cast_backward
     return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b)
 
 
@@ -373,10 +377,11 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
-                                                      opts.fsdp_reshard)
+                                                      opts.fsdp_reshard, opts.grad_bytes)
     if cfg.moe is not None:  # the stage's share of the experts, optimizer state over edp (:mod:`.moe`)
         weights, gradients, state = (a + e for a, e in zip((weights, gradients, state),
-                                                           memory.static_bytes(stage_experts, expert_zero, edp)))
+                                                           memory.static_bytes(stage_experts, expert_zero, edp,
+                                                                               opts.grad_bytes)))
     state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
     copies = opts.weight_copy_bytes * (stage_layers * dense_layer / t + stage_experts)

@@ -3,7 +3,7 @@
 import pytest
 
 from optmap.errors import OptmapError
-from optmap.plugins.llm import memory
+from optmap.plugins.llm import memory, precision
 from optmap.plugins.transformer.presets import GPT3_175B
 from optmap.problem import build_problem
 
@@ -43,7 +43,8 @@ def test_fp8_linear_gemms_run_at_the_fp8_peak_with_the_bf16_fraction():
 
 
 def test_fp8_memory_keeps_16_bit_weights_and_adds_fp8_copies():
-    fp8, bf16 = problem().cost_model, problem("bf16").cost_model
+    # without fp8_param_gather the recipe keeps a 16-bit weight beside TE's FP8 copies
+    fp8, bf16 = problem(fp8_param_gather=False).cost_model, problem("bf16").cost_model
     r8, r16 = (m.evaluate(m.space.mapping(PLAN)) for m in (fp8, bf16))
     rows8 = {r["part"]: r["GiB"] for r in r8.tables["memory_per_gpu"]}
     rows16 = {r["part"]: r["GiB"] for r in r16.tables["memory_per_gpu"]}
@@ -65,3 +66,37 @@ def test_refusals_are_one_line():
         problem(compute="shared")
     with pytest.raises(OptmapError, match='not 16-bit: use "bf16"'):
         problem("fp32")
+
+
+def test_fp8_param_gather_keeps_the_fp8_weights_as_parameters():
+    # NeMo's / Megatron-Bridge's FP8 recipes (fp8_param_gather, the default): the FP8 weight and its
+    # transpose (1 + 1 bytes) replace the 16-bit weight (2 bytes), so no copies row and the same
+    # weights row as bf16; the memory saved is the 2 bytes per linear weight of the test above
+    gathered, kept = (problem(fp8_param_gather=g).cost_model for g in (True, False))
+    rg, rk = (m.evaluate(m.space.mapping(PLAN)) for m in (gathered, kept))
+    rows = {r["part"]: r["GiB"] for r in rg.tables["memory_per_gpu"]}
+    assert "FP8 weight copies" not in rows
+    saved = rk.metrics["memory_gib"] - rg.metrics["memory_gib"]
+    assert saved == pytest.approx(2 * 20 * gathered.config.layer_params / 8 / 2**30)
+    assert "--fp8-param-gather" in gathered.export(PLAN, "megatron")[0]
+    assert "--fp8-param-gather" not in kept.export(PLAN, "megatron")[0]
+
+
+def test_fp8_casts_by_hand():
+    # Transformer Engine's casts of one GPT-3 175B layer (h = 12288, d_ff = 4h, no GQA) on t = 8
+    # ranks, per token: forward QKV input transpose 2h + projection input 4h/8 + MLP-in transpose 2h
+    # + MLP-out input 4·4h/8 = 4h + 2.5h = 6.5h bytes; backward output gradients 4·(3h/8 + h + 4h/8
+    # + h) = 4·2.875h = 11.5h bytes
+    cfg, h = GPT3_175B, GPT3_175B.d_model
+    forward, backward = precision.cast_bytes(cfg, 1.0, 8)
+    assert forward == pytest.approx(6.5 * h) and backward == pytest.approx(11.5 * h)
+    # a MoE layer's experts are left out: attention's only, 2h + 4h/8 and 4·(3h/8 + h)
+    forward, backward = precision.cast_bytes(cfg, 1.0, 8, dense_mlp=False)
+    assert forward == pytest.approx(2.5 * h) and backward == pytest.approx(5.5 * h)
+
+
+def test_fp8_expert_casts_by_hand():
+    # Qwen3-30B-A3B's experts (h = 2048, d_ff = 768, gated: MLP-in width 1536), 1,000 routed copies:
+    # forward 4·(2048 + 768) bytes per copy, backward 4·(1536 + 2048)
+    forward, backward = precision.expert_cast_bytes(1000.0, 2048, 1536, 768)
+    assert forward == pytest.approx(1000 * 4 * 2816) and backward == pytest.approx(1000 * 4 * 3584)
