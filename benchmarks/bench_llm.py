@@ -1,6 +1,7 @@
 """Speed of the megatron-3d planner: Turing-NLG 530B on 5,128 A100s (batch 2,520), every valid plan;
 with ``--problem qwen3``, Qwen3-235B-A22B (mixture of experts) on 2,048 H100s, every decision free
-(expert_parallel included; issue 25's target: under 2 s whole process).
+(expert_parallel included; issue 25's target: under 2 s whole process); with ``--problem llama405``,
+Llama 3.1 405B on 16,384 H100s, every decision free (issue 25's target: under 1 s whole process).
 
 Prints, for the whole ``optmap run`` process (median of ``--repeat`` runs after one warm-up run
 that also writes the bytecode caches), its wall time and its CPU time (user + system, which a
@@ -9,7 +10,7 @@ Calculon's exhaustive search of the same question takes about 23 s); then, in pr
 time of each phase (imports, building the problem, the search, the report) and the plans the
 search scores per second.
 
-    python benchmarks/bench_llm.py [--repeat 5] [--gpus 5128] [--problem turing|qwen3]
+    python benchmarks/bench_llm.py [--repeat 5] [--gpus 5128] [--problem turing|qwen3|llama405]
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = {"turing": (ROOT / "problems" / "llm" / "turing-530b.toml", 5128, "turing-530b", "A100s"),
-            "qwen3": (ROOT / "problems" / "llm" / "qwen3-235b-a22b.toml", 2048, "qwen3-235b-a22b", "H100s")}
+            "qwen3": (ROOT / "problems" / "llm" / "qwen3-235b-a22b.toml", 2048, "qwen3-235b-a22b", "H100s"),
+            "llama405": (ROOT / "problems" / "llm" / "llama3.1-405b.toml", 16384, "llama3.1-405b", "H100s")}
 
 
 def whole_run(command: list[str], env: dict) -> tuple[float, float]:
