@@ -51,7 +51,18 @@ def ring_exposed(cfg: TransformerConfig, b, t, cp, core_forward, core_backward, 
     return np.where(cp > 1, forward, 0.0), np.where(cp > 1, backward, 0.0)
 
 
-def choices(seq_len: int, gpus: int, limit: int) -> tuple[int, ...]:
+DEFAULT_LIMIT, TOKENS_PER_RANK = 32, 8192  # the default bound: 32, or s / 8,192 for longer sequences
+
+
+def default_limit(seq_len: int) -> int:
+    """The bound of ``context_parallel`` when ``max_context_parallel`` is not given: 32, or as many
+    ranks as keep 8,192 tokens each for sequences over 256K (NeMo's long-sequence runs reach 1M
+    tokens with context parallelism)."""
+    return max(DEFAULT_LIMIT, seq_len // TOKENS_PER_RANK)
+
+
+def choices(seq_len: int, gpus: int, limit: int | None = None) -> tuple[int, ...]:
     """Context-parallel sizes: ``seq_len`` divisible by ``2·cp`` (causal load balancing,
-    Megatron-LM ``arguments.py``), up to the GPUs and ``max_context_parallel``."""
-    return tuple(c for c in range(1, min(gpus, limit) + 1) if c == 1 or seq_len % (2 * c) == 0)
+    Megatron-LM ``arguments.py``), up to the GPUs and ``limit`` (:func:`default_limit` if None)."""
+    bound = min(gpus, default_limit(seq_len) if limit is None else limit)
+    return tuple(c for c in range(1, bound + 1) if c == 1 or seq_len % (2 * c) == 0)

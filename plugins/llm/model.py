@@ -110,7 +110,7 @@ class Megatron3DCostModel(CostModel):
         moe_load_imbalance: floats(1.0) = 1.0,
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
-        max_context_parallel: ints(1, 4096) = 32,
+        max_context_parallel: ints(1, 65536) | None = None,
         fsdp_reshard_after_forward: bool = True,
         offload: tuple[Literal["none", "optimizer", "activations", "both"], ...] = ("none",),
     ) -> None:
@@ -140,7 +140,7 @@ class Megatron3DCostModel(CostModel):
         attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
         ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
         its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
-        ``max_context_parallel`` bounds ``context_parallel``; ``fsdp_reshard_after_forward`` FSDP
+        ``max_context_parallel`` bounds ``context_parallel`` (default 32, or s/8,192 for longer sequences, :func:`.context.default_limit`); ``fsdp_reshard_after_forward`` FSDP
         gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
         may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
         only trades time for memory and multiplies the plans by four, so the search tries it when asked,
@@ -174,7 +174,7 @@ class Megatron3DCostModel(CostModel):
             raise OptmapError(f"[cost] attention must be one of {list(attn.ATTENTION)}, got {attention!r}")
         if not offload or any(o not in OFFLOAD for o in offload):
             raise OptmapError(f"[cost] offload must list some of {list(OFFLOAD)}, got {list(offload)}")
-        if max_context_parallel < 1:
+        if max_context_parallel is not None and max_context_parallel < 1:
             raise OptmapError(f"[cost] max_context_parallel must be >= 1, got {max_context_parallel}")
         if uneven_stages not in stages.UNEVEN_STAGES:
             raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, "

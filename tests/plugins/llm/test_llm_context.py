@@ -104,3 +104,21 @@ def test_leaving_out_twin_dominated_cp_plans_keeps_the_optimum():
     for metric in ("time", "memory_gib"):
         single = type(p)(**{**p.__dict__, "objectives": (metric,), "senses": ("min",)})
         assert solve(single).values[metric] == pytest.approx(cols[metric][cols["feasible"]].min())
+
+
+def test_million_token_sequences_reach_large_context_parallel_sizes():
+    # the default bound: 32, or s / 8,192 ranks for sequences over 256K (2^20 tokens: 128)
+    assert context.default_limit(8192) == 32 and context.default_limit(2**20) == 128
+    assert context.choices(2**20, 1024)[-1] == 128 and context.choices(8192, 1024)[-1] == 32
+    # Llama 3 8B on 1,048,576-token sequences over 1,024 H100s, tensor 4 × context 64 × data 4: each
+    # rank holds 16,384 tokens, and the layout is a valid, feasible plan
+    p = build_problem({"workload": {"model": "transformer", "preset": "llama3-8b", "seq_len": 2**20, "batch": 4,
+                                    "dtype": "fp8"},
+                       "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 1024}]},
+                       "cost": {"model": "megatron-3d"}})
+    m = p.cost_model
+    plan = {"tensor_parallel": 4, "pipeline_parallel": 1, "data_parallel": 4, "microbatch_size": 1,
+            "interleaving": 1, "recompute": "none", "sequence_parallel": True, "optimizer_sharding": True,
+            "dp_overlap": True, "context_parallel": 64}
+    report = m.evaluate(m.space.mapping(plan))
+    assert report.feasible, report.reason
