@@ -37,13 +37,14 @@ from typing import Literal
 import numpy as np
 
 from optmap import schedule
-from optmap.bounds import MAX_DIMENSION, ints
+from optmap.bounds import MAX_DIMENSION, NonNegative, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.host import Host
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
 from optmap.system import System
+from optmap.units import gBps_to_bytes_per_s
 from optmap.workload import Workload
 
 from . import level1
@@ -79,10 +80,12 @@ class MarsCostModel(CostModel):
         ss_on_es_dims: bool = False,
         ss_overlap: bool = False,
         halo: bool = False,
+        dram_gbytes_per_s: NonNegative = 0.0,
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
         min_set_size: ints(1, MAX_DIMENSION) = 1,
+        span_slowest_links: bool = False,
         host: Host | None = None,
     ) -> None:
         """Options (note §6 decisions; defaults are the note's recommendations):
@@ -94,11 +97,18 @@ class MarsCostModel(CostModel):
         convolutions only). ``max_es_dims`` dimensions ES may split (Sec. IV: two);
         ``ss_on_es_dims`` lets SS share a dimension ES splits (note §6.6: off); ``ss_overlap``
         overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates); ``halo``
-        charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``aggregate``
+        charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``dram_gbytes_per_s``
+        bounds each layer by its device's DDR traffic (GB/s; 0, the default, keeps the designs
+        compute-bound as note §3.2 recommends; 17 is one F1 DDR4-2133 channel). ``aggregate``
         "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).
         ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
+        ``span_slowest_links`` keeps the candidates that still hold an edge of the system's lowest
+        bandwidth level (on F1 the 8-FPGA set across the host). Default false: Sec. V's candidates
+        are the sub-graphs the removals *produce*, "AccSet with minimal communication
+        bottlenecks", and the baseline's groups "avoid high communication latency across groups"
+        (Sec. VI-A); Table III uses sets of 2 and 4 only (study: sensitivity-sets.sweep.toml).
         ``host`` (given by the host that builds the model, never a problem-file key) supplies the
         registered designs; without one, this plugin's own.
         """
@@ -109,9 +119,11 @@ class MarsCostModel(CostModel):
         self.workload, self.system = workload, system
         self.graph = layer_graph(workload, include_fc)
         self.layers = self.graph.layers
-        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo)
+        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo,
+                                   dram_bandwidth=gBps_to_bytes_per_s(dram_gbytes_per_s) if dram_gbytes_per_s
+                                   else float("inf"))
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
-        self.candidates = self._candidates(min_set_size)
+        self.candidates = self._candidates(min_set_size, span_slowest_links)
         if adaptive:
             self.designs = lookup_designs(list(designs), host)
             self.device_designs = None
@@ -130,8 +142,8 @@ class MarsCostModel(CostModel):
         self.space = self._space()
 
     # --- set-up --------------------------------------------------------------------------------
-    def _candidates(self, min_size: int) -> tuple[tuple[int, ...], ...]:
-        found = [c for c in accset_candidates(self.system) if len(c) >= min_size]
+    def _candidates(self, min_size: int, span_slowest: bool) -> tuple[tuple[int, ...], ...]:
+        found = [c for c in accset_candidates(self.system, span_slowest) if len(c) >= min_size]
         minimal = [c for c in found if not any(set(o) < set(c) for o in found)]
         if sorted(d for c in minimal for d in c) != list(range(self.system.count)):
             raise OptmapError(f"min_set_size = {min_size} leaves devices no AccSet candidate can cover; lower it")

@@ -7,6 +7,10 @@ a layer with extents e under strategy (f, ss):
 * compute (note §3.3): local extents e' = ⌈e / f⌉; with SS each of the P phases works on
   ⌈e'_ss / P⌉; T_comp = phases · cycles(e'') / f_clk. A set of mixed fixed designs (H2H) stalls
   until its slowest member finishes (Sec. VI-C): the max over the members' designs.
+* DDR roofline (option ``dram_gbytes_per_s``, off by default): the designs' own models ([14]
+  SuperLIP after Zhang et al.'s roofline, [16] Lu et al.) bound a layer by its off-chip traffic;
+  each device's local input, weight and output boxes cross its DDR at least once, so
+  T_comp ≥ (|In_local| + |W_local| + |Out_local|) / B_DDR (a lower bound of every design's traffic).
 * All-Reduce (Fig. 2(b), note §3.4): ES on a reduction dimension (C_in, K_h, K_w) sums partial
   outputs in groups of q = f_Cin·f_Kh·f_Kw: T_AR = 2(q−1)α + 2(q−1)/q · |Out shard| / B (ring).
 * SS ring (Fig. 2(c), note §3.4): P − 1 steps passing a 1/P shard of the rotated operand's local
@@ -58,6 +62,7 @@ class CostOptions:
     bytes_per_element: int = 2
     ss_overlap: bool = False
     halo: bool = False
+    dram_bandwidth: float = float("inf")  # B/s of one device's DDR; inf = compute-bound designs
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,6 +140,8 @@ def node_table(graph: LayerGraph, strategies: StrategySet, designs: tuple[Design
         t_phase = compute / phases
         overlapped = t_phase + (p - 1) * np.maximum(t_phase, step) - compute
         shared = np.where(has_ss[None], overlapped, 0.0)
+    dram = (in_local + w_local + out_local) * b / options.dram_bandwidth  # each local box crosses DDR once
+    compute = np.maximum(compute, dram)  # DDR roofline of the designs' own models ([14], [16])
     halo = np.zeros_like(compute)
     if options.halo:  # note §6.11: K − 1 rows (columns) of the local input from the neighbours
         rows_in, cols_in = local[..., R] * stride, local[..., C] * stride

@@ -137,10 +137,14 @@ def _split(g: nx.Graph, devices: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [(d,) for d in devices]  # every pair at one bandwidth and nothing left to remove
 
 
-def accset_candidates(system: System) -> tuple[tuple[int, ...], ...]:
+def accset_candidates(system: System, span_slowest: bool = True) -> tuple[tuple[int, ...], ...]:
     """The AccSet candidates: the components met while removing edges, ties bisected (module docstring).
 
     Ordered root first, then breadth-first (sizes descending), devices ascending inside a set.
+    ``span_slowest = False`` keeps only the components the removals *produce* (Sec. V: "This will
+    produce several connected sub-graphs, which are regarded as candidates"): where the system
+    has more than one bandwidth level, a set still holding an edge of the lowest one (on F1 the
+    whole system, across the host) is dropped.
     """
     g = bandwidth_graph(system)
     found: list[tuple[int, ...]] = []
@@ -160,6 +164,12 @@ def accset_candidates(system: System) -> tuple[tuple[int, ...], ...]:
             node(tuple(sorted(d for p in part for d in p)), part)
 
     node(tuple(range(system.count)))
+    if not span_slowest:
+        levels = {bw for _, _, bw in g.edges(data="bandwidth")}
+        if len(levels) > 1:
+            slowest = min(levels)
+            found = [c for c in found if len(c) == 1 or min(g.subgraph(c).edges(data="bandwidth"),
+                                                              key=lambda e: e[2])[2] > slowest]
     return tuple(sorted(found, key=lambda s: (-len(s), s)))
 
 

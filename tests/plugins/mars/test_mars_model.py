@@ -153,7 +153,9 @@ def test_space_repair_is_canonical_and_sampler_follows_performance():
     expected = model.design_performance / model.design_performance.sum()
     assert np.abs(share - expected).max() < 0.05 and np.argmax(share) == 2
     mapping = model.space.decode(X[0]).as_dict()
-    assert len(mapping["sets"]) == 15 and set(mapping["features.0:es"]) == {"C_out", "C_in", "H", "W", "K_h", "K_w"}
+    # 14 candidates: the F1 dendrogram's 15 less its root, the 8-FPGA set across the 2 Gb/s host
+    # path (span_slowest_links = false, Sec. V: candidates are the sub-graphs the removals produce)
+    assert len(mapping["sets"]) == 14 and set(mapping["features.0:es"]) == {"C_out", "C_in", "H", "W", "K_h", "K_w"}
 
 
 def test_pinned_decisions_hold_for_the_native_engine():
@@ -162,10 +164,22 @@ def test_pinned_decisions_hold_for_the_native_engine():
 
     spec = {"workload": {"model": "vgg11", "batch": 1, "dtype": "fp16", "phase": "inference", "image_size": 64},
             "system": {"topology": "f1-16xlarge", "groups": [{"accelerator": "f1-fpga", "count": 8}]},
-            "cost": {"model": "mars"}, "fix": {f"design:{c}": "superlip" for c in ("0-7", "0-3", "4-7", "0-1", "2-3",
-                                                                                  "4-5", "6-7")},
+            "cost": {"model": "mars"}, "fix": {f"design:{c}": "superlip" for c in ("0-3", "4-7", "0-1", "2-3", "4-5",
+                                                                                  "6-7")},  # no 8-FPGA set
             "search": {"engine": "mars", "mars": {"pop1": 8, "gens1": 3, "pop2": 8, "gens2": 3}}}
     problem = build_problem(spec)
     result = solve(problem, "mars", seed=0)
     rows = [row for row in result.report.layers if "design" in row.decisions]
     assert {row.decisions["design"] for row in rows if len(row.decisions["set"]) > 1} <= {"superlip"}
+
+
+def test_dram_roofline_bounds_a_layer_by_its_ddr_traffic():
+    # LeNet conv1 (6, 1, 28, 28, 5, 5; 28×28 input, padding 2) ES {H}×4 on SuperLIP: compute-bound
+    # 2 tiles × 7·14·25 cycles = 24.5 µs; its DDR traffic per device: input 784/4 + weights 150
+    # (replicated) + output 6·28·28/4 = 1,522 elements × 2 B = 3,044 B, at 1e-4 GB/s = 30.44 ms.
+    h4 = strategy(lenet_model(), 4, [1, 1, 4, 1, 1, 1])
+    compute = lenet_model().subproblem(0, 0, 0, 1).table.compute[0, h4]
+    slow = lenet_model(dram_gbytes_per_s=1e-4).subproblem(0, 0, 0, 1).table.compute[0, h4]
+    fast = lenet_model(dram_gbytes_per_s=17).subproblem(0, 0, 0, 1).table.compute[0, h4]
+    assert compute == pytest.approx(2 * 7 * 14 * 25 / 200e6)
+    assert slow == pytest.approx(3044 / 1e5) and fast == compute  # 3,044 B at 17 GB/s: 0.18 µs < 24.5 µs
