@@ -24,6 +24,7 @@ The total is a function of the mapping alone, so every engine (``mars``, ``mars-
 Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
 ``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM), ``memory_bytes`` (that footprint),
+``largest_set`` (devices in the largest AccSet; Table III uses 2 and 4),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
 """
@@ -66,7 +67,7 @@ class MarsCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MARS_TABLES})
     metrics = ("time", "compute_time", "collective_time", "relayout_time", "inter_set_time", "host_time",
-               "memory_fraction", "baseline_time", "reduction", "memory_bytes")
+               "memory_fraction", "baseline_time", "reduction", "memory_bytes", "largest_set")
 
     def __init__(
         self,
@@ -81,6 +82,7 @@ class MarsCostModel(CostModel):
         ss_overlap: bool = False,
         halo: bool = False,
         dram_gbytes_per_s: NonNegative = 0.0,
+        design_peaks: Literal["parameters", "pes"] = "parameters",
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
@@ -99,7 +101,10 @@ class MarsCostModel(CostModel):
         overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates); ``halo``
         charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``dram_gbytes_per_s``
         bounds each layer by its device's DDR traffic (GB/s; 0, the default, keeps the designs
-        compute-bound as note §3.2 recommends; 17 is one F1 DDR4-2133 channel). ``aggregate``
+        compute-bound as note §3.2 recommends; 17 is one F1 DDR4-2133 channel). ``design_peaks``
+        "parameters" (each design's peak from its Table II parameters: 448, 1144, 2304 MAC/cycle)
+        or "pes" (scaled to Table II's #PEs, 438, 572, 576: Sec. VI-A's "theoretical performance
+        comparable"; a study, mars.md). ``aggregate``
         "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).
@@ -121,7 +126,7 @@ class MarsCostModel(CostModel):
         self.layers = self.graph.layers
         self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo,
                                    dram_bandwidth=gBps_to_bytes_per_s(dram_gbytes_per_s) if dram_gbytes_per_s
-                                   else float("inf"))
+                                   else float("inf"), peaks_from_pes=design_peaks == "pes")
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
         self.candidates = self._candidates(min_set_size, span_slowest_links)
         if adaptive:
@@ -322,7 +327,7 @@ class MarsCostModel(CostModel):
         n = len(X)
         plans, states = self._decode(X)
         out = {m: np.zeros(n) for m in ("compute_time", "collective_time", "relayout_time", "inter_set_time",
-                                         "host_time", "memory_fraction", "memory_bytes")}
+                                         "host_time", "memory_fraction", "memory_bytes", "largest_set")}
         excess = np.zeros(n)
         stages = []
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -330,6 +335,7 @@ class MarsCostModel(CostModel):
             inter, host = self.traffic.per_set(plan.sets, plan.bounds)
             stages.append(inter + host)
             out["inter_set_time"][row], out["host_time"][row] = inter.sum(), host.sum()
+            out["largest_set"][row] = max(len(self.candidates[c]) for c in plan.sets)
             for i, (c, d, (a, b)) in enumerate(zip(plan.sets, plan.designs, plan.bounds)):
                 groups[(c, d, a, b)].append((row, i))
         for (c, d, a, b), members in groups.items():

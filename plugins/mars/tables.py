@@ -7,6 +7,9 @@ a layer with extents e under strategy (f, ss):
 * compute (note §3.3): local extents e' = ⌈e / f⌉; with SS each of the P phases works on
   ⌈e'_ss / P⌉; T_comp = phases · cycles(e'') / f_clk. A set of mixed fixed designs (H2H) stalls
   until its slowest member finishes (Sec. VI-C): the max over the members' designs.
+* design peaks (option ``design_peaks``): "parameters" (default) times each design by its own
+  cycle model; "pes" scales it so that its peak equals Table II's #PEs in MAC/cycle (438, 572,
+  576), Sec. VI-A's "to make their theoretical performance comparable ... similar numbers of PEs".
 * DDR roofline (option ``dram_gbytes_per_s``, off by default): the designs' own models ([14]
   SuperLIP after Zhang et al.'s roofline, [16] Lu et al.) bound a layer by its off-chip traffic;
   each device's local input, weight and output boxes cross its DDR at least once, so
@@ -63,6 +66,7 @@ class CostOptions:
     ss_overlap: bool = False
     halo: bool = False
     dram_bandwidth: float = float("inf")  # B/s of one device's DDR; inf = compute-bound designs
+    peaks_from_pes: bool = False  # scale each design so its peak is Table II's #PEs (MAC/cycle)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +124,8 @@ def node_table(graph: LayerGraph, strategies: StrategySet, designs: tuple[Design
     compute = np.zeros(phase.shape[:2])
     for design in designs:
         t = design.seconds(phase, stride) * phases  # note §3.3; max over members (Sec. VI-C)
+        if options.peaks_from_pes and design.pes:  # Sec. VI-A: "theoretical performance comparable"
+            t = t * (design.macs_per_cycle / design.pes)
         unsupported = np.array([layer.op not in design.supports for layer in graph.layers])
         compute = np.maximum(compute, np.where(unsupported[:, None], np.inf, t))
     out = np.array([layer.out_elems for layer in graph.layers], float)[:, None]

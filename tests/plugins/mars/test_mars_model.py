@@ -43,6 +43,7 @@ def test_one_set_of_four_by_hand():
     assert out["collective_time"][0] == pytest.approx(allreduce)
     assert out["relayout_time"][0] == pytest.approx(relayout)
     assert out["host_time"][0] == pytest.approx(host) and out["inter_set_time"][0] == 0
+    assert out["largest_set"][0] == 4  # one set of all four FPGAs
     assert conv1 + conv2 + allreduce + relayout + host == pytest.approx(82.313e-6)
     # halo option (note §6.11): conv1 split along H with a 5-row kernel fetches 4 rows of 28 × 1 inputs
     halo = US + 4 * 28 * 1 * 2 / 1e9
@@ -183,3 +184,11 @@ def test_dram_roofline_bounds_a_layer_by_its_ddr_traffic():
     fast = lenet_model(dram_gbytes_per_s=17).subproblem(0, 0, 0, 1).table.compute[0, h4]
     assert compute == pytest.approx(2 * 7 * 14 * 25 / 200e6)
     assert slow == pytest.approx(3044 / 1e5) and fast == compute  # 3,044 B at 17 GB/s: 0.18 µs < 24.5 µs
+
+
+def test_design_peaks_from_table_ii_pes():
+    # SuperLIP's parameters give 64·7 = 448 MAC/cycle, Table II's #PEs 438: "pes" scales its cycles
+    # by 448/438 (LeNet conv1 ES {H}×4: 2 tiles × 7·14·25 cycles at 200 MHz)
+    h4 = strategy(lenet_model(), 4, [1, 1, 4, 1, 1, 1])
+    scaled = lenet_model(design_peaks="pes").subproblem(0, 0, 0, 1).table.compute[0, h4]
+    assert scaled == pytest.approx(2 * 7 * 14 * 25 / 200e6 * 448 / 438)
