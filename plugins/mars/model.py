@@ -82,7 +82,7 @@ class MarsCostModel(CostModel):
         ss_overlap: bool = False,
         halo: bool = False,
         dram_gbytes_per_s: NonNegative = 0.0,
-        design_peaks: Literal["parameters", "pes"] = "parameters",
+        design_peaks: Literal["parameters", "pes"] = "pes",
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
@@ -102,9 +102,10 @@ class MarsCostModel(CostModel):
         charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``dram_gbytes_per_s``
         bounds each layer by its device's DDR traffic (GB/s; 0, the default, keeps the designs
         compute-bound as note §3.2 recommends; 17 is one F1 DDR4-2133 channel). ``design_peaks``
-        "parameters" (each design's peak from its Table II parameters: 448, 1144, 2304 MAC/cycle)
-        or "pes" (scaled to Table II's #PEs, 438, 572, 576: Sec. VI-A's "theoretical performance
-        comparable"; a study, mars.md). ``aggregate``
+        "pes" (default: each design's cycle model scaled so that its peak is Table II's #PEs in
+        MAC/cycle, 438, 572, 576; Sec. VI-A sets "similar numbers of PEs" "to make their
+        theoretical performance comparable") or "parameters" (the peaks the cited designs reach
+        with these parameters, 448, 1144, 2304 MAC/cycle: 5× apart). ``aggregate``
         "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
         parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
         ``host_io`` counts the input from and the output to the host (note §6.13).

@@ -7,9 +7,10 @@ a layer with extents e under strategy (f, ss):
 * compute (note §3.3): local extents e' = ⌈e / f⌉; with SS each of the P phases works on
   ⌈e'_ss / P⌉; T_comp = phases · cycles(e'') / f_clk. A set of mixed fixed designs (H2H) stalls
   until its slowest member finishes (Sec. VI-C): the max over the members' designs.
-* design peaks (option ``design_peaks``): "parameters" (default) times each design by its own
-  cycle model; "pes" scales it so that its peak equals Table II's #PEs in MAC/cycle (438, 572,
-  576), Sec. VI-A's "to make their theoretical performance comparable ... similar numbers of PEs".
+* design peaks (option ``design_peaks``): "pes" (default) scales each design's cycle model so
+  that its peak equals Table II's #PEs in MAC/cycle (438, 572, 576), Sec. VI-A's "to make their
+  theoretical performance comparable ... similar numbers of PEs"; "parameters" times it by the
+  cycle model alone (peaks 448, 1144, 2304). A design without #PEs is never scaled.
 * DDR roofline (option ``dram_gbytes_per_s``, off by default): the designs' own models ([14]
   SuperLIP after Zhang et al.'s roofline, [16] Lu et al.) bound a layer by its off-chip traffic;
   each device's local input, weight and output boxes cross its DDR at least once, so

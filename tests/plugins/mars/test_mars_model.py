@@ -14,7 +14,10 @@ US = 1e-6
 
 
 def lenet_model(**options):
-    # 4 FPGAs in one peer group (8 Gb/s = 1e9 B/s, 1 µs per link), 2 Gb/s host links
+    # 4 FPGAs in one peer group (8 Gb/s = 1e9 B/s, 1 µs per link), 2 Gb/s host links; the hand
+    # values use SuperLIP's own cycle model (448 MAC/cycle), so design_peaks = "parameters" unless
+    # a test asks for Table II's #PEs (test_design_peaks_from_table_ii_pes)
+    options.setdefault("design_peaks", "parameters")
     system = f1_16xlarge([GroupSpec(f1_fpga(), 4)], group_size=4)
     return MarsCostModel(lenet(batch=1, dtype="fp16", phase="inference"), system, designs=["superlip"], **options)
 
@@ -192,3 +195,17 @@ def test_design_peaks_from_table_ii_pes():
     h4 = strategy(lenet_model(), 4, [1, 1, 4, 1, 1, 1])
     scaled = lenet_model(design_peaks="pes").subproblem(0, 0, 0, 1).table.compute[0, h4]
     assert scaled == pytest.approx(2 * 7 * 14 * 25 / 200e6 * 448 / 438)
+
+
+def test_default_design_peaks_are_table_ii_pes():
+    # Sec. VI-A: "To make their theoretical performance comparable, we ... use design parameters
+    # with similar numbers of PEs" (Table II: 438, 572, 576). By default each design's cycles are
+    # scaled to that peak. LeNet conv1 (6, 1, 28, 28, 5, 5) on one FPGA, by hand:
+    # SuperLIP 1·1·4·2 tiles × 7·14·25 = 19,600 cycles × 448/438; systolic ⌈6/11⌉·⌈28/13⌉·⌈1/8⌉ ×
+    # 28·25 = 2,100 cycles × 1,144/572 = 4,200 cycles; 200 MHz.
+    system = f1_16xlarge([GroupSpec(f1_fpga(), 4)], group_size=4)
+    model = MarsCostModel(lenet(batch=1, dtype="fp16", phase="inference"), system, designs=["superlip", "systolic"])
+    one = model.candidates.index((0,))
+    superlip, systolic = (model.subproblem(one, d, 0, 1).table.compute[0, 0] for d in (0, 1))
+    assert superlip == pytest.approx(19_600 * 448 / 438 / 200e6)
+    assert systolic == pytest.approx(4_200 / 200e6)
