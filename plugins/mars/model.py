@@ -55,7 +55,7 @@ from .level1 import Plan
 from .strategies import DIMS, GENES, StrategySet
 from .subproblem import SubProblem
 from .tables import CostOptions, SetClass, node_table
-from .topology import accset_candidates, set_label
+from .topology import search_candidates, set_label
 from .traffic import Traffic
 
 MARS_TABLES = "mars_tables"  # capability of the native engines: subproblem(), plan_vector(), candidates
@@ -100,21 +100,16 @@ class MarsCostModel(CostModel):
         ``ss_on_es_dims`` lets SS share a dimension ES splits (note §6.6: off); ``ss_overlap``
         overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates); ``halo``
         charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``dram_gbytes_per_s``
-        bounds each layer by its device's DDR traffic (GB/s; 0, the default, keeps the designs
-        compute-bound as note §3.2 recommends; 17 is one F1 DDR4-2133 channel). ``design_peaks``
-        "pes" (default: each design's cycle model scaled so that its peak is Table II's #PEs in
-        MAC/cycle, 438, 572, 576; Sec. VI-A sets "similar numbers of PEs" "to make their
-        theoretical performance comparable") or "parameters" (the peaks the cited designs reach
-        with these parameters, 448, 1144, 2304 MAC/cycle: 5× apart). ``aggregate``
-        "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
-        parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
-        ``host_io`` counts the input from and the output to the host (note §6.13).
-        ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
-        ``span_slowest_links`` keeps the candidates that still hold an edge of the system's lowest
-        bandwidth level (on F1 the 8-FPGA set across the host). Default false: Sec. V's candidates
-        are the sub-graphs the removals *produce*, "AccSet with minimal communication
-        bottlenecks", and the baseline's groups "avoid high communication latency across groups"
-        (Sec. VI-A); Table III uses sets of 2 and 4 only (study: sensitivity-sets.sweep.toml).
+        bounds a layer by its device's DDR traffic (0, default: compute-bound, note §3.2).
+        ``design_peaks`` "pes" (default: each cycle model scaled to Table II's #PEs as MAC/cycle,
+        438, 572, 576; Sec. VI-A: "to make their theoretical performance comparable") or
+        "parameters" (the cited designs' own peaks, 448, 1144, 2304). ``aggregate`` "sum" (one
+        inference, sets in turn) or "max" (pipelined period). ``inter_set_links`` parallel links
+        of a set-to-set or host transfer: "one" (note §6.12) or "min-set". ``host_io`` counts the
+        input from and the output to the host (note §6.13). ``min_set_size`` drops AccSet
+        candidates smaller than this (note §4.2). ``span_slowest_links`` keeps the candidates
+        holding an edge of the lowest bandwidth (on F1 the 8-FPGA set across the host); default
+        false: Sec. V's candidates are the sub-graphs the removals *produce* (mars.md).
         ``host`` (given by the host that builds the model, never a problem-file key) supplies the
         registered designs; without one, this plugin's own.
         """
@@ -129,7 +124,7 @@ class MarsCostModel(CostModel):
                                    dram_bandwidth=gBps_to_bytes_per_s(dram_gbytes_per_s) if dram_gbytes_per_s
                                    else float("inf"), peaks_from_pes=design_peaks == "pes")
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
-        self.candidates = self._candidates(min_set_size, span_slowest_links)
+        self.candidates = search_candidates(system, min_set_size, span_slowest_links)
         if adaptive:
             self.designs = lookup_designs(list(designs), host)
             self.device_designs = None
@@ -148,13 +143,6 @@ class MarsCostModel(CostModel):
         self.space = self._space()
 
     # --- set-up --------------------------------------------------------------------------------
-    def _candidates(self, min_size: int, span_slowest: bool) -> tuple[tuple[int, ...], ...]:
-        found = [c for c in accset_candidates(self.system, span_slowest) if len(c) >= min_size]
-        minimal = [c for c in found if not any(set(o) < set(c) for o in found)]
-        if sorted(d for c in minimal for d in c) != list(range(self.system.count)):
-            raise OptmapError(f"min_set_size = {min_size} leaves devices no AccSet candidate can cover; lower it")
-        return tuple(found)
-
     def _fixed_designs(self) -> tuple[Design, ...]:
         out = []
         for d, acc in enumerate(self.system.devices):

@@ -173,6 +173,16 @@ def accset_candidates(system: System, span_slowest: bool = True) -> tuple[tuple[
     return tuple(sorted(found, key=lambda s: (-len(s), s)))
 
 
+def search_candidates(system: System, min_size: int, span_slowest: bool) -> tuple[tuple[int, ...], ...]:
+    """The candidates the ``mars`` cost model searches: :func:`accset_candidates` with
+    ``span_slowest``, less those smaller than ``min_size`` (one line if devices stay uncovered)."""
+    found = [c for c in accset_candidates(system, span_slowest) if len(c) >= min_size]
+    minimal = [c for c in found if not any(set(o) < set(c) for o in found)]
+    if sorted(d for c in minimal for d in c) != list(range(system.count)):
+        raise OptmapError(f"min_set_size = {min_size} leaves devices no AccSet candidate can cover; lower it")
+    return tuple(found)
+
+
 def set_label(devices: tuple[int, ...]) -> str:
     """``(0, 1, 2, 3)`` → ``"0-3"``; non-contiguous sets list their devices (``"0,2,5"``)."""
     if len(devices) > 1 and list(devices) == list(range(devices[0], devices[-1] + 1)):
