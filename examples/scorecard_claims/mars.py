@@ -22,7 +22,8 @@ SETS = ("Sets run one after the other (aggregate = \"sum\", note §6.14) and an 
         "some models; charging halos changes little.")
 RELATIVE = ("Within 25 % with every design scaled to Table II's #PEs (Sec. VI-A: \"theoretical performance "
             "comparable\"); at the designs' own peaks (448/1144/2304 MAC/cycle) they grow to a mean of 49 % "
-            "(sensitivity column). The paper's latencies come from ASTRA-Sim with the designs' unpublished analytical models; ours are relative to a "
+            "(sensitivity column). The paper's latencies come from ASTRA-Sim with the designs' unpublished "
+            "analytical models; ours are relative to a "
             "baseline priced by the same reconstructed model.")
 DESIGNS = ("The paper gives no cycle models; with each design scaled to Table II's #PEs (438, 572, 576 MAC/cycle, "
            "Sec. VI-A: \"theoretical performance comparable\") the layer shapes decide: SuperLIP is the fastest "
