@@ -13,8 +13,9 @@ Runs, all seed 0, each scored by the ``mars`` cost model of its problem file:
   ``mars`` and ``mars-baseline``;
 * Table IV: ``problems/mars/h2h-{casia-surf,facebag}.toml`` at 1, 1.2, 2, 4 and 10 Gb/s
   (``--set system.bandwidth_gbps=...``) with engines ``mars`` and ``h2h``;
-* sensitivity (clearly not defaults): Table III again with ``cost.halo = true`` and with
-  ``cost.aggregate = "max"``;
+* sensitivity (clearly not defaults): Table III again with ``cost.span_slowest_links = true``
+  (the 8-FPGA set across the host allowed), ``cost.halo = true``, ``cost.aggregate = "max"`` and
+  ``cost.design_peaks = "parameters"``;
 * level 2: the GA against the exact DP on random sub-problems of every Table III model.
 
 The report is ``docs/reproductions/mars.template.md`` with its ``{{name}}`` fields filled; the
@@ -60,6 +61,8 @@ PAPER_III = {
 # MARS Table IV (verbatim), ms: bandwidth → (CASIA-SURF H2H, MARS, FaceBag H2H, MARS)
 PAPER_IV = {1.0: (360.0, 124.6, 520.0, 237.4), 1.2: (340.0, 120.3, 450.0, 224.6), 2.0: (260.0, 100.9, 320.0, 159.4),
             4.0: (230.0, 74.3, 230.0, 112.1), 10.0: (180.0, 46.8, 170.0, 76.5)}
+SENSITIVITY = (("cost.span_slowest_links=true",), ("cost.halo=true",), ('cost.aggregate="max"',),
+               ('cost.design_peaks="parameters"',))
 SPATIAL = {"H", "W"}
 CHANNEL = {"C_in", "C_out"}
 
@@ -228,11 +231,12 @@ def findings(runs: dict) -> str:
 
 
 def sensitivity(runs: dict) -> str:
-    lines = ["| model | default: reduction, sets | halo = true: reduction, sets | aggregate = \"max\": reduction, sets |",
-             "|---|---|---|---|"]
+    lines = ["| model | default: reduction, sets | span_slowest_links = true: reduction, sets "
+             "| halo = true: reduction, sets | aggregate = \"max\": reduction, sets "
+             "| design_peaks = \"parameters\": reduction, sets |", "|---|---|---|---|---|---|"]
     for name in MODELS:
         cells = []
-        for over in ((), ("cost.halo=true",), ('cost.aggregate="max"',)):
+        for over in ((), *SENSITIVITY):
             r = runs.get((name, over, "mars"))
             if r is None:
                 cells.append("(not run)")
@@ -241,6 +245,34 @@ def sensitivity(runs: dict) -> str:
                               for s in r["sets"])
             cells.append(f"{pct(r['time'], r['baseline'])}, {sets}")
         lines.append(f"| {LABEL[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def design_readings() -> str:
+    """Per model, the convolutions each design runs fastest on one FPGA, under two readings of Table II.
+
+    "parameters": each design's peak from its parameters (448, 1144, 2304 MAC/cycle); "#PEs": every
+    design scaled so that its peak equals Table II's #PEs (438, 572, 576), the reading of Sec. VI-A's
+    "to make their theoretical performance comparable ... similar numbers of PEs". No search: the
+    cycle models alone.
+    """
+    import optmap
+
+    lines = ["| model | convolutions | fastest design, parameters' peaks (D1 / D2 / D3) "
+             "| fastest design, #PEs as peaks (D1 / D2 / D3) | SuperLIP's best ratio to the fastest, #PEs |",
+             "|---|---|---|---|---|"]
+    for name in MODELS:
+        model = optmap.load(PROBLEMS / f"{name}.toml").cost_model
+        dims, strides = model.graph.dims.astype(float), model.graph.strides.astype(float)
+        cells = [f"| {LABEL[name]} | {len(dims)} "]
+        for scaled in (False, True):
+            times = np.stack([np.where([layer.op in d.supports for layer in model.layers],
+                                       d.seconds(dims, strides) * (d.macs_per_cycle / d.pes if scaled else 1), np.inf)
+                              for d in model.designs])
+            wins = np.bincount(times.argmin(0), minlength=len(model.designs))
+            cells.append(" / ".join(map(str, wins)))
+        cells.append(f"{(times[0] / times.min(0)).min():.2f}×")
+        lines.append(" | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -263,7 +295,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2, help="parallel processes (default 2)")
     parser.add_argument("--quick", action="store_true", help="GA budgets 8 × 4 / 8 × 4 (smoke run; not the report)")
-    parser.add_argument("--no-sensitivity", action="store_true", help="skip the halo / max-aggregation runs")
+    parser.add_argument("--no-sensitivity", action="store_true", help="skip the sensitivity runs")
     parser.add_argument("--reuse", action="store_true", help=f"rewrite the report from {STORE.relative_to(ROOT)}")
     args = parser.parse_args()
     if args.reuse:
@@ -276,8 +308,7 @@ def main() -> None:
     jobs += [(model, (f"system.bandwidth_gbps={bw}",), engine, mars_options if engine == "mars" else ())
              for model in ("h2h-casia-surf", "h2h-facebag") for bw in BANDWIDTHS for engine in ("mars", "h2h")]
     if not args.no_sensitivity:
-        jobs += [(name, over, "mars", mars_options) for name in MODELS
-                 for over in (("cost.halo=true",), ('cost.aggregate="max"',))]
+        jobs += [(name, over, "mars", mars_options) for name in MODELS for over in SENSITIVITY]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         results = list(pool.map(run, jobs))
         gaps = dict(zip(MODELS, pool.map(gap_study, MODELS)))
@@ -294,6 +325,7 @@ def write(results: list[dict], gaps: dict, quick: bool, with_sensitivity: bool) 
     fields = {"table3": table_iii(runs), "mappings": mappings(runs), "table4": table_iv(runs),
               "h2h_mappings": h2h_mappings(runs), "findings": findings(runs), "gaps": gaps_text(gaps),
               "sensitivity": sensitivity(runs) if with_sensitivity else "(skipped)",
+              "design_readings": design_readings(),
               "budget": "quick smoke budgets (8 × 4; not the report's numbers)" if quick
               else "the default budget (32 × 30 level 1, 32 × 20 level 2)"}
     text = TEMPLATE.read_text()

@@ -17,14 +17,17 @@ from optmap import schedule
 
 from .level1 import Plan
 from .strategies import GENES
+from .topology import accset_candidates
 
 
-def _groups(candidates: tuple[tuple[int, ...], ...]) -> list[int]:
-    """Indices of the root's two largest proper sub-candidates (the topology's groups)."""
-    root = set(candidates[0])
-    children = [i for i, c in enumerate(candidates)
-                if set(c) < root and not any(set(c) < set(o) < root for o in candidates)]
-    return sorted(children, key=lambda i: candidates[i])[:2] or [0]
+def _groups(model) -> list[int]:
+    """Indices in ``model.candidates`` of the dendrogram root's two children (the topology's
+    groups), taken from the full dendrogram whichever candidates the search may use."""
+    tree = accset_candidates(model.system)
+    root = set(tree[0])
+    children = [c for c in tree if set(c) < root and not any(set(c) < set(o) < root for o in tree)]
+    groups = [model.candidates.index(c) for c in sorted(children)[:2] if c in model.candidates]
+    return groups or [0]
 
 
 def longest_two(model, candidate: int, first: int, last: int) -> np.ndarray:
@@ -42,7 +45,7 @@ def longest_two(model, candidate: int, first: int, last: int) -> np.ndarray:
 def baseline_plan(model) -> Plan:
     """The baseline mapping of ``model`` (module docstring)."""
     n = len(model.layers)
-    sets = _groups(model.candidates)[:n]
+    sets = _groups(model)[:n]
     half = -(-n // len(sets))  # ⌈N/k⌉ layers per set, the last takes the rest (note §4.5)
     bounds = schedule.stage_ranges(schedule.stage_bounds([i * half for i in range(1, len(sets))], n))
     designs, strategies = [], []

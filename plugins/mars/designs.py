@@ -29,8 +29,11 @@ Table II parameters and the plain compute-bound tiling of each cited design:
   5×5, 7×7 or 11×11 layer on Design 3. ``"decompose"`` allows it at ⌈K_h/3⌉·⌈K_w/3⌉ passes. It
   cannot run fully connected layers.
 
-Table II's #PEs column is kept as metadata (``pes``); the peak is computed from the parameters
-(note §6.3: 438 ≠ T_m·T_n = 448, 572 = row·col·vec/2).
+Table II's #PEs column is kept as ``pes``; ``macs_per_cycle`` is the peak computed from the
+parameters (note §6.3: 438 ≠ T_m·T_n = 448, 572 = row·col·vec/2, Winograd's 576 multipliers
+give 2304 effective MAC/cycle). The ``mars`` cost model scales each cycle model to the #PEs peak
+by default (``design_peaks = "pes"``: the paper chose the parameters "to make their theoretical
+performance comparable", Sec. VI-A).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ The total is a function of the mapping alone, so every engine (``mars``, ``mars-
 Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
 ``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM), ``memory_bytes`` (that footprint),
+``largest_set`` (devices in the largest AccSet; Table III uses 2 and 4),
 ``baseline_time`` (the Herald-derived baseline of Sec. VI-A on the same model) and ``reduction``
 (1 − time / baseline_time, Table III's "Latency/ms (−x%)").
 """
@@ -37,13 +38,14 @@ from typing import Literal
 import numpy as np
 
 from optmap import schedule
-from optmap.bounds import MAX_DIMENSION, ints
+from optmap.bounds import MAX_DIMENSION, NonNegative, ints
 
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
 from optmap.host import Host
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
 from optmap.system import System
+from optmap.units import gBps_to_bytes_per_s
 from optmap.workload import Workload
 
 from . import level1
@@ -53,7 +55,7 @@ from .level1 import Plan
 from .strategies import DIMS, GENES, StrategySet
 from .subproblem import SubProblem
 from .tables import CostOptions, SetClass, node_table
-from .topology import accset_candidates, set_label
+from .topology import search_candidates, set_label
 from .traffic import Traffic
 
 MARS_TABLES = "mars_tables"  # capability of the native engines: subproblem(), plan_vector(), candidates
@@ -65,7 +67,7 @@ class MarsCostModel(CostModel):
 
     capabilities = frozenset({BATCH, MARS_TABLES})
     metrics = ("time", "compute_time", "collective_time", "relayout_time", "inter_set_time", "host_time",
-               "memory_fraction", "baseline_time", "reduction", "memory_bytes")
+               "memory_fraction", "baseline_time", "reduction", "memory_bytes", "largest_set")
 
     def __init__(
         self,
@@ -79,10 +81,13 @@ class MarsCostModel(CostModel):
         ss_on_es_dims: bool = False,
         ss_overlap: bool = False,
         halo: bool = False,
+        dram_gbytes_per_s: NonNegative = 0.0,
+        design_peaks: Literal["parameters", "pes"] = "pes",
         aggregate: Literal["sum", "max"] = "sum",
         inter_set_links: Literal["one", "min-set"] = "one",
         host_io: bool = True,
         min_set_size: ints(1, MAX_DIMENSION) = 1,
+        span_slowest_links: bool = False,
         host: Host | None = None,
     ) -> None:
         """Options (note §6 decisions; defaults are the note's recommendations):
@@ -94,11 +99,17 @@ class MarsCostModel(CostModel):
         convolutions only). ``max_es_dims`` dimensions ES may split (Sec. IV: two);
         ``ss_on_es_dims`` lets SS share a dimension ES splits (note §6.6: off); ``ss_overlap``
         overlaps the SS ring with compute (note §6.9: off, Fig. 2(c) alternates); ``halo``
-        charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``aggregate``
-        "sum" (one inference, sets in turn) or "max" (pipelined period). ``inter_set_links``
-        parallel links of a set-to-set or host transfer: "one" (note §6.12) or "min-set".
-        ``host_io`` counts the input from and the output to the host (note §6.13).
-        ``min_set_size`` drops AccSet candidates smaller than this (note §4.2 optional pruning).
+        charges the halo exchange of H/W splits (note §6.11: off, as Fig. 2). ``dram_gbytes_per_s``
+        bounds a layer by its device's DDR traffic (0, default: compute-bound, note §3.2).
+        ``design_peaks`` "pes" (default: each cycle model scaled to Table II's #PEs as MAC/cycle,
+        438, 572, 576; Sec. VI-A: "to make their theoretical performance comparable") or
+        "parameters" (the cited designs' own peaks, 448, 1144, 2304). ``aggregate`` "sum" (one
+        inference, sets in turn) or "max" (pipelined period). ``inter_set_links`` parallel links
+        of a set-to-set or host transfer: "one" (note §6.12) or "min-set". ``host_io`` counts the
+        input from and the output to the host (note §6.13). ``min_set_size`` drops AccSet
+        candidates smaller than this (note §4.2). ``span_slowest_links`` keeps the candidates
+        holding an edge of the lowest bandwidth (on F1 the 8-FPGA set across the host); default
+        false: Sec. V's candidates are the sub-graphs the removals *produce* (mars.md).
         ``host`` (given by the host that builds the model, never a problem-file key) supplies the
         registered designs; without one, this plugin's own.
         """
@@ -109,9 +120,11 @@ class MarsCostModel(CostModel):
         self.workload, self.system = workload, system
         self.graph = layer_graph(workload, include_fc)
         self.layers = self.graph.layers
-        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo)
+        self.options = CostOptions(bytes_per_element=workload.bytes_per_element, ss_overlap=ss_overlap, halo=halo,
+                                   dram_bandwidth=gBps_to_bytes_per_s(dram_gbytes_per_s) if dram_gbytes_per_s
+                                   else float("inf"), peaks_from_pes=design_peaks == "pes")
         self.aggregate, self.adaptive, self.max_es_dims, self.ss_on_es_dims = aggregate, adaptive, max_es_dims, ss_on_es_dims
-        self.candidates = self._candidates(min_set_size)
+        self.candidates = search_candidates(system, min_set_size, span_slowest_links)
         if adaptive:
             self.designs = lookup_designs(list(designs), host)
             self.device_designs = None
@@ -130,13 +143,6 @@ class MarsCostModel(CostModel):
         self.space = self._space()
 
     # --- set-up --------------------------------------------------------------------------------
-    def _candidates(self, min_size: int) -> tuple[tuple[int, ...], ...]:
-        found = [c for c in accset_candidates(self.system) if len(c) >= min_size]
-        minimal = [c for c in found if not any(set(o) < set(c) for o in found)]
-        if sorted(d for c in minimal for d in c) != list(range(self.system.count)):
-            raise OptmapError(f"min_set_size = {min_size} leaves devices no AccSet candidate can cover; lower it")
-        return tuple(found)
-
     def _fixed_designs(self) -> tuple[Design, ...]:
         out = []
         for d, acc in enumerate(self.system.devices):
@@ -310,7 +316,7 @@ class MarsCostModel(CostModel):
         n = len(X)
         plans, states = self._decode(X)
         out = {m: np.zeros(n) for m in ("compute_time", "collective_time", "relayout_time", "inter_set_time",
-                                         "host_time", "memory_fraction", "memory_bytes")}
+                                         "host_time", "memory_fraction", "memory_bytes", "largest_set")}
         excess = np.zeros(n)
         stages = []
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
@@ -318,6 +324,7 @@ class MarsCostModel(CostModel):
             inter, host = self.traffic.per_set(plan.sets, plan.bounds)
             stages.append(inter + host)
             out["inter_set_time"][row], out["host_time"][row] = inter.sum(), host.sum()
+            out["largest_set"][row] = max(len(self.candidates[c]) for c in plan.sets)
             for i, (c, d, (a, b)) in enumerate(zip(plan.sets, plan.designs, plan.bounds)):
                 groups[(c, d, a, b)].append((row, i))
         for (c, d, a, b), members in groups.items():

@@ -7,6 +7,14 @@ a layer with extents e under strategy (f, ss):
 * compute (note §3.3): local extents e' = ⌈e / f⌉; with SS each of the P phases works on
   ⌈e'_ss / P⌉; T_comp = phases · cycles(e'') / f_clk. A set of mixed fixed designs (H2H) stalls
   until its slowest member finishes (Sec. VI-C): the max over the members' designs.
+* design peaks (option ``design_peaks``): "pes" (default) scales each design's cycle model so
+  that its peak equals Table II's #PEs in MAC/cycle (438, 572, 576), Sec. VI-A's "to make their
+  theoretical performance comparable ... similar numbers of PEs"; "parameters" times it by the
+  cycle model alone (peaks 448, 1144, 2304). A design without #PEs is never scaled.
+* DDR roofline (option ``dram_gbytes_per_s``, off by default): the designs' own models ([14]
+  SuperLIP after Zhang et al.'s roofline, [16] Lu et al.) bound a layer by its off-chip traffic;
+  each device's local input, weight and output boxes cross its DDR at least once, so
+  T_comp ≥ (|In_local| + |W_local| + |Out_local|) / B_DDR (a lower bound of every design's traffic).
 * All-Reduce (Fig. 2(b), note §3.4): ES on a reduction dimension (C_in, K_h, K_w) sums partial
   outputs in groups of q = f_Cin·f_Kh·f_Kw: T_AR = 2(q−1)α + 2(q−1)/q · |Out shard| / B (ring).
 * SS ring (Fig. 2(c), note §3.4): P − 1 steps passing a 1/P shard of the rotated operand's local
@@ -58,6 +66,8 @@ class CostOptions:
     bytes_per_element: int = 2
     ss_overlap: bool = False
     halo: bool = False
+    dram_bandwidth: float = float("inf")  # B/s of one device's DDR; inf = compute-bound designs
+    peaks_from_pes: bool = False  # scale each design so its peak is Table II's #PEs (MAC/cycle)
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,6 +125,8 @@ def node_table(graph: LayerGraph, strategies: StrategySet, designs: tuple[Design
     compute = np.zeros(phase.shape[:2])
     for design in designs:
         t = design.seconds(phase, stride) * phases  # note §3.3; max over members (Sec. VI-C)
+        if options.peaks_from_pes and design.pes:  # Sec. VI-A: "theoretical performance comparable"
+            t = t * (design.macs_per_cycle / design.pes)
         unsupported = np.array([layer.op not in design.supports for layer in graph.layers])
         compute = np.maximum(compute, np.where(unsupported[:, None], np.inf, t))
     out = np.array([layer.out_elems for layer in graph.layers], float)[:, None]
@@ -135,6 +147,8 @@ def node_table(graph: LayerGraph, strategies: StrategySet, designs: tuple[Design
         t_phase = compute / phases
         overlapped = t_phase + (p - 1) * np.maximum(t_phase, step) - compute
         shared = np.where(has_ss[None], overlapped, 0.0)
+    dram = (in_local + w_local + out_local) * b / options.dram_bandwidth  # each local box crosses DDR once
+    compute = np.maximum(compute, dram)  # DDR roofline of the designs' own models ([14], [16])
     halo = np.zeros_like(compute)
     if options.halo:  # note §6.11: K − 1 rows (columns) of the local input from the neighbours
         rows_in, cols_in = local[..., R] * stride, local[..., C] * stride

@@ -137,10 +137,14 @@ def _split(g: nx.Graph, devices: tuple[int, ...]) -> list[tuple[int, ...]]:
     return [(d,) for d in devices]  # every pair at one bandwidth and nothing left to remove
 
 
-def accset_candidates(system: System) -> tuple[tuple[int, ...], ...]:
+def accset_candidates(system: System, span_slowest: bool = True) -> tuple[tuple[int, ...], ...]:
     """The AccSet candidates: the components met while removing edges, ties bisected (module docstring).
 
     Ordered root first, then breadth-first (sizes descending), devices ascending inside a set.
+    ``span_slowest = False`` keeps only the components the removals *produce* (Sec. V: "This will
+    produce several connected sub-graphs, which are regarded as candidates"): where the system
+    has more than one bandwidth level, a set still holding an edge of the lowest one (on F1 the
+    whole system, across the host) is dropped.
     """
     g = bandwidth_graph(system)
     found: list[tuple[int, ...]] = []
@@ -160,7 +164,23 @@ def accset_candidates(system: System) -> tuple[tuple[int, ...], ...]:
             node(tuple(sorted(d for p in part for d in p)), part)
 
     node(tuple(range(system.count)))
+    if not span_slowest:
+        levels = {bw for _, _, bw in g.edges(data="bandwidth")}
+        if len(levels) > 1:
+            slowest = min(levels)
+            found = [c for c in found if len(c) == 1 or min(g.subgraph(c).edges(data="bandwidth"),
+                                                              key=lambda e: e[2])[2] > slowest]
     return tuple(sorted(found, key=lambda s: (-len(s), s)))
+
+
+def search_candidates(system: System, min_size: int, span_slowest: bool) -> tuple[tuple[int, ...], ...]:
+    """The candidates the ``mars`` cost model searches: :func:`accset_candidates` with
+    ``span_slowest``, less those smaller than ``min_size`` (one line if devices stay uncovered)."""
+    found = [c for c in accset_candidates(system, span_slowest) if len(c) >= min_size]
+    minimal = [c for c in found if not any(set(o) < set(c) for o in found)]
+    if sorted(d for c in minimal for d in c) != list(range(system.count)):
+        raise OptmapError(f"min_set_size = {min_size} leaves devices no AccSet candidate can cover; lower it")
+    return tuple(found)
 
 
 def set_label(devices: tuple[int, ...]) -> str:

@@ -264,6 +264,8 @@ def test_an_engine_chosen_by_a_variant_is_not_an_axis(problem, tmp_path):
     ("dsm/sensitivity-latency.sweep.toml", [f"dsm/{n}-train.toml" for n in ("vgg16", "resnet50", "gnmt")], 3 * 2 * 4),
     ("mars/sensitivity-halo.sweep.toml",
      [f"mars/{n}.toml" for n in ("alexnet", "vgg16", "resnet34", "resnet101", "wrn50-2")], 5 * 2 * 2),
+    ("mars/sensitivity-sets.sweep.toml",
+     [f"mars/{n}.toml" for n in ("alexnet", "vgg16", "resnet34", "resnet101", "wrn50-2")], 5 * 2 * 5),
     ("fpdeep/sensitivity-dsp.sweep.toml", [f"fpdeep/{n}-15.toml" for n in ("alexnet", "vgg16", "vgg19")], 3 * 5),
 ])
 def test_shipped_sweep_files_plan(tmp_path, name, problems, count):

@@ -14,7 +14,10 @@ US = 1e-6
 
 
 def lenet_model(**options):
-    # 4 FPGAs in one peer group (8 Gb/s = 1e9 B/s, 1 µs per link), 2 Gb/s host links
+    # 4 FPGAs in one peer group (8 Gb/s = 1e9 B/s, 1 µs per link), 2 Gb/s host links; the hand
+    # values use SuperLIP's own cycle model (448 MAC/cycle), so design_peaks = "parameters" unless
+    # a test asks for Table II's #PEs (test_design_peaks_from_table_ii_pes)
+    options.setdefault("design_peaks", "parameters")
     system = f1_16xlarge([GroupSpec(f1_fpga(), 4)], group_size=4)
     return MarsCostModel(lenet(batch=1, dtype="fp16", phase="inference"), system, designs=["superlip"], **options)
 
@@ -43,6 +46,7 @@ def test_one_set_of_four_by_hand():
     assert out["collective_time"][0] == pytest.approx(allreduce)
     assert out["relayout_time"][0] == pytest.approx(relayout)
     assert out["host_time"][0] == pytest.approx(host) and out["inter_set_time"][0] == 0
+    assert out["largest_set"][0] == 4  # one set of all four FPGAs
     assert conv1 + conv2 + allreduce + relayout + host == pytest.approx(82.313e-6)
     # halo option (note §6.11): conv1 split along H with a 5-row kernel fetches 4 rows of 28 × 1 inputs
     halo = US + 4 * 28 * 1 * 2 / 1e9
@@ -153,7 +157,9 @@ def test_space_repair_is_canonical_and_sampler_follows_performance():
     expected = model.design_performance / model.design_performance.sum()
     assert np.abs(share - expected).max() < 0.05 and np.argmax(share) == 2
     mapping = model.space.decode(X[0]).as_dict()
-    assert len(mapping["sets"]) == 15 and set(mapping["features.0:es"]) == {"C_out", "C_in", "H", "W", "K_h", "K_w"}
+    # 14 candidates: the F1 dendrogram's 15 less its root, the 8-FPGA set across the 2 Gb/s host
+    # path (span_slowest_links = false, Sec. V: candidates are the sub-graphs the removals produce)
+    assert len(mapping["sets"]) == 14 and set(mapping["features.0:es"]) == {"C_out", "C_in", "H", "W", "K_h", "K_w"}
 
 
 def test_pinned_decisions_hold_for_the_native_engine():
@@ -162,10 +168,44 @@ def test_pinned_decisions_hold_for_the_native_engine():
 
     spec = {"workload": {"model": "vgg11", "batch": 1, "dtype": "fp16", "phase": "inference", "image_size": 64},
             "system": {"topology": "f1-16xlarge", "groups": [{"accelerator": "f1-fpga", "count": 8}]},
-            "cost": {"model": "mars"}, "fix": {f"design:{c}": "superlip" for c in ("0-7", "0-3", "4-7", "0-1", "2-3",
-                                                                                  "4-5", "6-7")},
+            "cost": {"model": "mars"}, "fix": {f"design:{c}": "superlip" for c in ("0-3", "4-7", "0-1", "2-3", "4-5",
+                                                                                  "6-7")},  # no 8-FPGA set
             "search": {"engine": "mars", "mars": {"pop1": 8, "gens1": 3, "pop2": 8, "gens2": 3}}}
     problem = build_problem(spec)
     result = solve(problem, "mars", seed=0)
     rows = [row for row in result.report.layers if "design" in row.decisions]
     assert {row.decisions["design"] for row in rows if len(row.decisions["set"]) > 1} <= {"superlip"}
+
+
+def test_dram_roofline_bounds_a_layer_by_its_ddr_traffic():
+    # LeNet conv1 (6, 1, 28, 28, 5, 5; 28×28 input, padding 2) ES {H}×4 on SuperLIP: compute-bound
+    # 2 tiles × 7·14·25 cycles = 24.5 µs; its DDR traffic per device: input 784/4 + weights 150
+    # (replicated) + output 6·28·28/4 = 1,522 elements × 2 B = 3,044 B, at 1e-4 GB/s = 30.44 ms.
+    h4 = strategy(lenet_model(), 4, [1, 1, 4, 1, 1, 1])
+    compute = lenet_model().subproblem(0, 0, 0, 1).table.compute[0, h4]
+    slow = lenet_model(dram_gbytes_per_s=1e-4).subproblem(0, 0, 0, 1).table.compute[0, h4]
+    fast = lenet_model(dram_gbytes_per_s=17).subproblem(0, 0, 0, 1).table.compute[0, h4]
+    assert compute == pytest.approx(2 * 7 * 14 * 25 / 200e6)
+    assert slow == pytest.approx(3044 / 1e5) and fast == compute  # 3,044 B at 17 GB/s: 0.18 µs < 24.5 µs
+
+
+def test_design_peaks_from_table_ii_pes():
+    # SuperLIP's parameters give 64·7 = 448 MAC/cycle, Table II's #PEs 438: "pes" scales its cycles
+    # by 448/438 (LeNet conv1 ES {H}×4: 2 tiles × 7·14·25 cycles at 200 MHz)
+    h4 = strategy(lenet_model(), 4, [1, 1, 4, 1, 1, 1])
+    scaled = lenet_model(design_peaks="pes").subproblem(0, 0, 0, 1).table.compute[0, h4]
+    assert scaled == pytest.approx(2 * 7 * 14 * 25 / 200e6 * 448 / 438)
+
+
+def test_default_design_peaks_are_table_ii_pes():
+    # Sec. VI-A: "To make their theoretical performance comparable, we ... use design parameters
+    # with similar numbers of PEs" (Table II: 438, 572, 576). By default each design's cycles are
+    # scaled to that peak. LeNet conv1 (6, 1, 28, 28, 5, 5) on one FPGA, by hand:
+    # SuperLIP 1·1·4·2 tiles × 7·14·25 = 19,600 cycles × 448/438; systolic ⌈6/11⌉·⌈28/13⌉·⌈1/8⌉ ×
+    # 28·25 = 2,100 cycles × 1,144/572 = 4,200 cycles; 200 MHz.
+    system = f1_16xlarge([GroupSpec(f1_fpga(), 4)], group_size=4)
+    model = MarsCostModel(lenet(batch=1, dtype="fp16", phase="inference"), system, designs=["superlip", "systolic"])
+    one = model.candidates.index((0,))
+    superlip, systolic = (model.subproblem(one, d, 0, 1).table.compute[0, 0] for d in (0, 1))
+    assert superlip == pytest.approx(19_600 * 448 / 438 / 200e6)
+    assert systolic == pytest.approx(4_200 / 200e6)

@@ -68,3 +68,24 @@ def test_h2h_cluster_takes_h2h_levels_unless_told_otherwise():
         h2h_cluster(groups, bandwidth_gbps=3.0)
     system = h2h_cluster(groups, bandwidth_gbps=3.0, bandwidth_levels="any")
     assert system.path_bandwidth(0, 1) == pytest.approx(3.0 * GB)
+
+
+def test_mars_candidates_are_the_sub_graphs_the_removals_produce():
+    # Sec. V: removing F1's lowest edges (2 Gb/s, through the host) *produces* the groups {0..3} and
+    # {4..7}; the whole system, which still holds those edges, is no candidate by default
+    # (span_slowest_links = false): 15 dendrogram sets by hand (test above) less the root = 14.
+    from optmap.plugins.mars.baseline import baseline_plan
+    from optmap.plugins.mars.model import MarsCostModel
+    from optmap.plugins.zoo.models import vgg11
+
+    work = vgg11(batch=1, dtype="fp16", phase="inference", image_size=32)
+    model = MarsCostModel(work, f1())
+    assert model.candidates == tuple(accset_candidates(f1()))[1:] and len(model.candidates) == 14
+    assert max(len(c) for c in model.candidates) == 4
+    # the baseline keeps the topology's two groups (Sec. VI-A) whatever the search may use
+    assert [model.candidates[c] for c in baseline_plan(model).sets] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    # the option brings the root back (note §2.5's reading: every component met on the way)
+    assert MarsCostModel(work, f1(), span_slowest_links=True).candidates[0] == tuple(range(8))
+    # one bandwidth level (H2H's cluster, a lone group): nothing spans a slower link, nothing dropped
+    h2h = h2h_cluster([GroupSpec(superlip(), 2), GroupSpec(systolic(), 2)], bandwidth_gbps=1.2)
+    assert accset_candidates(h2h, span_slowest=False) == accset_candidates(h2h)
