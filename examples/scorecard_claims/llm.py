@@ -28,10 +28,10 @@ TP_LINKS = ("Every tensor-parallel group is priced over the nodes it spans (plug
 
 
 TODAY = "docs/reproductions/llm-today.md"
-HELD_OUT = ("held out, never fitted (NeMo 24.07, DGX H100, FP8). The model prices the attention core unfused "
-            "(softmax and dropout traffic over the s × s scores, the full square in its GEMMs, and the "
-            "recomputation that memory then forces) where the run used Transformer Engine's fused attention; "
-            "its FP8 GEMMs run at the 16-bit efficiency, an assumption pulling the other way")
+HELD_OUT = ("held out, never fitted (NeMo 24.07, DGX H100, FP8). With data parallel 2 the model fits Nemotron-4 "
+            "340B only with full recomputation: the distributed optimizer halves only the 12 bytes of state per "
+            "parameter and the fp32 main gradients take 21 GiB (16-bit gradients add their fp32 copy to the "
+            "state, Megatron-LM distrib_optimizer.md, so they do not help); the measured run recomputed less")
 # held-out DGX H100 runs the model already prices (no context or expert parallelism, no FSDP)
 HELD_OUT_RUNS = ("GPT3-175B FP8 128 H100 (nemo-24.07)", "GPT3-175B FP8 512 H100 (nemo-24.07)",
                  "LLAMA2-70B FP8 64 H100 (nemo-24.07)", "Nemotron-340B FP8 128 H100 (nemo-24.07)")
