@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from optmap.errors import OptmapError, did_you_mean
+from optmap.workload.deferred import DeferredMapping
 from optmap.workload.layer import PASSES, PHASE_PASSES, Layer, check_phase, dtype_bytes
 from optmap.workload.ops import LayerFlops
 from optmap.workload.views import BlockItem, Node, series_parallel_view
@@ -29,7 +30,8 @@ class Workload:
 
     ``layers_by_name`` maps each layer's name to its :class:`Layer` (insertion order);
     ``producers`` maps a layer's name to the layers feeding its inputs, by input position (layers
-    without inputs may be left out). :meth:`from_graph` takes a networkx graph instead.
+    without inputs may be left out). :meth:`from_graph` takes a networkx graph instead. Both may
+    be the mappings of one :class:`~optmap.workload.deferred.DeferredGraph`, built on first use.
     """
 
     name: str
@@ -44,6 +46,9 @@ class Workload:
             raise OptmapError(f"workload '{self.name}': batch must be a positive integer, got {self.batch!r}")
         dtype_bytes(self.dtype)
         check_phase(self.phase, f"workload '{self.name}'")
+        if isinstance(self.layers_by_name, DeferredMapping) and self.layers_by_name.graph.owns(
+                self.layers_by_name, self.producers):
+            return  # a deferred graph is checked as it is built, on first use (optmap.workload.deferred)
         for n, layer in self.layers_by_name.items():
             if not isinstance(layer, Layer) or layer.name != n:
                 raise OptmapError(f"workload '{self.name}': node '{n}' lacks a Layer named '{n}'")
