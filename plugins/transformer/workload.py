@@ -46,8 +46,7 @@ from typing import Literal
 
 from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
-from optmap.workload import Workload, WorkloadBuilder
-from optmap.workload.deferred import DeferredGraph
+from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
 from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 

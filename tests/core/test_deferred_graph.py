@@ -1,4 +1,4 @@
-"""Deferred layer graphs (:mod:`optmap.workload.deferred`): built once, on first use, checked then."""
+"""Deferred layer graphs (:class:`optmap.workload.graph.DeferredGraph`): built once, on first use, checked then."""
 
 import pickle
 from functools import partial
@@ -6,8 +6,7 @@ from functools import partial
 import pytest
 
 from optmap.errors import OptmapError
-from optmap.workload import Workload, WorkloadBuilder
-from optmap.workload.deferred import DeferredGraph
+from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
 from optmap.workload.layer import Layer
 
 CALLS = []
