@@ -41,12 +41,12 @@ Representation limits (the IR has no reshape, gather or embedding op):
 
 from __future__ import annotations
 
-from dataclasses import fields
+from functools import partial
 from typing import Literal
 
 from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
-from optmap.workload import Workload, WorkloadBuilder
+from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
 from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 
@@ -173,12 +173,17 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
     return b
 
 
+def graph_workload(cfg: TransformerConfig, batch: int, dtype: str, phase: str, activation: str | None) -> Workload:
+    """The layer graph of ``cfg`` as a plain Workload (what :func:`build` defers)."""
+    return transformer_graph(cfg, activation).build(batch, dtype, phase)
+
+
 def build(cfg: TransformerConfig, batch: int, dtype: str = "fp32", phase: str = "training",
           activation: str | None = None) -> TransformerWorkload:
-    """The workload of a config (its layer graph, carrying the config)."""
-    built = transformer_graph(cfg, activation).build(batch, dtype, phase)
-    values = {f.name: getattr(built, f.name) for f in fields(Workload)}
-    return TransformerWorkload(**values, config=cfg)
+    """The workload of a config, carrying the config; its layer graph is built on first use (a cost
+    model that reads only the config, such as megatron-3d, never builds it)."""
+    graph = DeferredGraph(partial(graph_workload, cfg, batch, dtype, phase, activation))
+    return TransformerWorkload(cfg.name, graph.layers_by_name, graph.producers, batch, dtype, phase, config=cfg)
 
 
 def _config(preset: str | None, given: dict) -> TransformerConfig:

@@ -5,13 +5,14 @@
 - :mod:`~optmap.workload.general_ops`: the general kinds every importer and sequence model shares
   (element-wise, binary, reduce, norm, embedding, attention, transposed convolution, data movement);
 - :mod:`~optmap.workload.layer`: `Layer`, dtypes and phases (both open);
-- :mod:`~optmap.workload.graph`: `Workload` (its networkx view built on first use);
+- :mod:`~optmap.workload.graph`: `Workload` (its networkx view built on first use) and
+  `DeferredGraph` (a layer graph built on first use);
 - :mod:`~optmap.workload.builder`: `WorkloadBuilder`, shape inference;
 - :mod:`~optmap.workload.views`: the series-parallel block view for layer-wise DPs.
 """
 
 from optmap.workload.builder import WorkloadBuilder
-from optmap.workload.graph import Workload
+from optmap.workload.graph import DeferredGraph, Workload
 from optmap.workload.layer import (
     DTYPE_BYTES,
     PHASE_PASSES,
@@ -32,7 +33,7 @@ from optmap.workload.ops import (
 from optmap.workload.views import BlockItem, Node, Parallel, series_parallel_view
 
 __all__ = [
-    "ACTIVATIONS", "BlockItem", "DTYPE_BYTES", "Layer", "LayerFlops", "Node", "OpKind", "PHASE_PASSES",
+    "ACTIVATIONS", "BlockItem", "DeferredGraph", "DTYPE_BYTES", "Layer", "LayerFlops", "Node", "OpKind", "PHASE_PASSES",
     "Parallel", "Shape", "Workload", "WorkloadBuilder", "dtype_bytes", "op_kind", "op_names",
     "register_dtype", "register_op", "register_phase", "series_parallel_view",
 ]

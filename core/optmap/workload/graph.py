@@ -3,16 +3,23 @@
 The layers and their producers are plain dictionaries; the networkx view (:attr:`Workload.graph`)
 is built on first use, so a formulation that reads the layers in order never pays networkx's
 import (0.16–0.2 s, most of a small problem's run; issues 14 and 16).
+
+A cost model that reads only a summary of the model (``megatron-3d`` reads a transformer's
+``TransformerConfig``) need not pay for its layers at all: Llama 3.1 405B's graph has about 6,000,
+most of the time of loading its problem (issue 25). A :class:`DeferredGraph` holds a factory that
+returns a Workload, built and checked as any other; its ``layers_by_name`` and ``producers`` are
+mappings that call the factory once, on the first access of either, and read the built workload's.
+A Workload given both checks its graph then, not at once.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload.layer import PASSES, PHASE_PASSES, Layer, check_phase, dtype_bytes
@@ -29,7 +36,8 @@ class Workload:
 
     ``layers_by_name`` maps each layer's name to its :class:`Layer` (insertion order);
     ``producers`` maps a layer's name to the layers feeding its inputs, by input position (layers
-    without inputs may be left out). :meth:`from_graph` takes a networkx graph instead.
+    without inputs may be left out). :meth:`from_graph` takes a networkx graph instead. Both may
+    be the mappings of one :class:`DeferredGraph`, built on first use.
     """
 
     name: str
@@ -44,6 +52,9 @@ class Workload:
             raise OptmapError(f"workload '{self.name}': batch must be a positive integer, got {self.batch!r}")
         dtype_bytes(self.dtype)
         check_phase(self.phase, f"workload '{self.name}'")
+        if isinstance(self.layers_by_name, DeferredMapping) and self.layers_by_name.graph.owns(
+                self.layers_by_name, self.producers):
+            return  # a deferred graph is checked as it is built, on first use (DeferredGraph)
         for n, layer in self.layers_by_name.items():
             if not isinstance(layer, Layer) or layer.name != n:
                 raise OptmapError(f"workload '{self.name}': node '{n}' lacks a Layer named '{n}'")
@@ -188,3 +199,62 @@ class Workload:
     def block_view(self) -> tuple[BlockItem, ...]:
         """The series-parallel view for layer-wise DPs (:func:`optmap.workload.views.series_parallel_view`)."""
         return series_parallel_view(self)
+
+
+class DeferredGraph:
+    """A layer graph that ``build`` makes on first use. ``build`` must pickle (a module-level
+    function or a ``functools.partial`` of one) so that workloads travel to workers."""
+
+    def __init__(self, build: Callable[[], Workload]) -> None:
+        self.build = build
+        self.layers_by_name = DeferredMapping(self, "layers_by_name")
+        self.producers = DeferredMapping(self, "producers")
+
+    @cached_property
+    def built(self) -> Workload:
+        """The workload ``build`` returns (its own checks run as it is made)."""
+        return self.build()
+
+    def owns(self, layers_by_name: Mapping, producers: Mapping) -> bool:
+        """True when ``layers_by_name`` and ``producers`` are this graph's mappings."""
+        return layers_by_name is self.layers_by_name and producers is self.producers
+
+
+class DeferredMapping(Mapping):
+    """One mapping (``layers_by_name`` or ``producers``) of a :class:`DeferredGraph`'s workload."""
+
+    def __init__(self, graph: DeferredGraph, field: str) -> None:
+        self.graph = graph
+        self._field = field
+
+    @property
+    def _built(self) -> Mapping:
+        return getattr(self.graph.built, self._field)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._built[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._built)
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._built
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._built.get(key, default)
+
+    def keys(self):
+        return self._built.keys()
+
+    def items(self):
+        return self._built.items()
+
+    def values(self):
+        return self._built.values()
+
+    def __repr__(self) -> str:
+        built = "built" if "built" in self.graph.__dict__ else "not built yet"
+        return f"<{self._field} of a deferred layer graph, {built}>"

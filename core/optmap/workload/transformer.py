@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -246,7 +247,11 @@ class TransformerConfig:
         return proj + 2 * 2.0 * s * m * a  # Eq. 1 with keys from the encoder
 
     def blocks(self) -> tuple[Block, ...]:
-        """The forward chain of Megatron blocks."""
+        """The forward chain of Megatron blocks (made once per config: a planner asks several times)."""
+        return self._blocks
+
+    @cached_property
+    def _blocks(self) -> tuple[Block, ...]:
         out: list[Block] = []
         d = self.d_model
         for stack, n, kinds in self._stacks():

@@ -91,3 +91,22 @@ def test_overriding_a_presets_heads_recomputes_head_dim():
     with pytest.raises(OptmapError, match="d_model = 768 is not divisible by heads = 7"):
         transformer(batch=1, preset="bert-base", heads=7)
     assert transformer(batch=1, preset="bert-base", heads=7, head_dim=64).config.inner == 7 * 64  # given: kept
+
+
+def test_layer_graph_deferred_until_used_then_the_eager_one():
+    """The layer graph is built on first use (issue 25: megatron-3d reads only the config, and
+    Llama 3.1 405B's graph has ~6,000 layers); once built it is exactly transformer_graph's."""
+    from pathlib import Path
+
+    from optmap.plugins.transformer.workload import transformer_graph
+    from optmap.problem import load
+    from optmap.run import solve
+
+    problem = load(Path(__file__).parents[3] / "problems" / "llm" / "llama3.1-405b.toml",
+                   ["system.groups.0.count=1024"])
+    solve(problem)
+    assert "built" not in problem.workload.layers_by_name.graph.__dict__  # a whole megatron-3d search built none
+    w = transformer(batch=2, preset="TF8", dtype="bf16")
+    eager = transformer_graph(PRESETS["TF8"]).build(2, "bf16")
+    assert dict(w.layers_by_name) == dict(eager.layers_by_name) and dict(w.producers) == dict(eager.producers)
+    assert w.order == eager.order and w.params == eager.params and w.flops() == eager.flops()
