@@ -18,8 +18,10 @@ divisible by ``v``, so only its account-for split below is used, where ``C`` div
 Megatron-Core's ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``
 do, so ``k = ceil((L + 2) / C)``; the remainder ``r = L - (C - 2)·k`` goes to the first and last
 chunks, the first taking the larger half (the embedding lookup costs less than the logits and
-loss). When that leaves fewer than one layer each (``r < 2``), ``k`` is lowered to
-``floor((L - 2) / (C - 2))`` (v = 1 only). Every chunk holds at least one layer, so any ``C <= L`` is valid.
+loss). Where ``C = L + 2`` the first and last chunks hold the embedding and the loss alone (no
+transformer layer), as Megatron-Bridge runs Llama 3.1 405B with p = 16, v = 8. Without the
+account-for division (``any``, v = 1), when the remainder leaves fewer than one layer each (``r < 2``),
+``k`` is lowered to ``floor((L - 2) / (C - 2))``, so every stage holds a layer and any ``C <= L`` is valid.
 With NeMo's Llama 3.1 405B recipe (126 layers, p = 8, v = 8) this gives the published layout:
 one layer beside the embedding, 62 chunks of two, one layer beside the loss.
 
@@ -63,13 +65,14 @@ def split(layers: int, p, v, mode: str = "balanced") -> StageLayers:
     C = p * v
     L = float(layers)
     even = np.mod(L, C) == 0
-    uneven = (C >= 2) & (np.mod(L + 2.0, C) == 0) & (L + 2.0 >= 2.0 * C)  # Megatron-Core's account-for split
+    account_for = np.mod(L + 2.0, C) == 0
+    uneven = (C >= 2) & account_for  # Megatron-Core's account-for split
     if mode == "any":
         uneven = uneven | ((v == 1) & (C >= 2) & (C <= L))  # its first / last stage flags
     uneven = uneven & ~even if mode != "never" else np.zeros_like(even)
     with np.errstate(divide="ignore", invalid="ignore"):
         k = np.ceil((L + 2.0) / C)
-        k = np.where(L - (C - 2.0) * k < 2.0, np.floor((L - 2.0) / np.maximum(C - 2.0, 1.0)), k)
+        k = np.where(~account_for & (L - (C - 2.0) * k < 2.0), np.floor((L - 2.0) / np.maximum(C - 2.0, 1.0)), k)
     k = np.where(C > 2, k, 0.0)
     rest = L - (C - 2.0) * k
     first, last = np.ceil(rest / 2.0), np.floor(rest / 2.0)

@@ -83,3 +83,13 @@ def test_uneven_split_beats_no_split_for_the_same_gpus():
     t8 = m.evaluate(m.space.mapping({**base, "pipeline_parallel": 8})).metrics["time"]
     t7 = m.evaluate(m.space.mapping({**base, "pipeline_parallel": 7})).metrics["time"]
     assert t8 < t7
+
+
+def test_chunks_of_embedding_or_loss_alone():
+    # Megatron-Bridge runs Llama 3.1 405B (126 layers) with p = 16, v = 8: 128 chunks = 126 + 2, so
+    # with the embedding and the loss counted as layers every chunk holds one, the first the
+    # embedding alone and the last the loss alone; a first device then holds 0 + 7 layers, a middle one 8
+    lay = stages.split(126, 16, 8)
+    assert bool(lay.valid)
+    assert (float(lay.first_chunk), float(lay.middle_chunk), float(lay.last_chunk)) == (0.0, 1.0, 0.0)
+    assert (float(lay.first_device), float(lay.middle_device), float(lay.last_device)) == (7.0, 8.0, 7.0)
