@@ -42,7 +42,7 @@ from optmap.workload import Workload
 
 from . import export as launch
 from . import attention as attn
-from . import context, memory, moe, offload, precision, reasons, stages, timing
+from . import context, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
@@ -401,24 +401,5 @@ class Megatron3DCostModel(CostModel):
         return launch.export(self, plan, target)
 
     def plans(self) -> dict[str, Mapping]:
-        """``megatron``: the Megatron-LM practitioners' rule of thumb (the largest tensor
-        parallelism inside a node, the fewest pipeline stages that fit with full recomputation,
-        the rest data parallel, micro-batch 1 (Narayanan et al. SC'21 §3 takeaways)."""
-        gpn = int(self.system.params.get("gpus_per_node", 8))
-        choices = {v.name: v.choices for v in self.space.variables}
-        t = max(c for c in choices["tensor_parallel"] if c <= gpn)
-        rc = "full" if "full" in choices["recompute"] else choices["recompute"][-1]
-        for p in choices["pipeline_parallel"]:
-            ds = [d for d in choices["data_parallel"] if t * p * d <= self.n]
-            if not ds or 1 not in choices["microbatch_size"]:
-                continue
-            d = max(ds)  # MoE: the most expert parallelism the replicas allow, sequence parallel (:mod:`.moe`)
-            ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * self.options.expert_tensor_parallel) == 0)
-            plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
-                    "interleaving": 1, "recompute": rc, "sequence_parallel": self.config.moe is not None,
-                    "optimizer_sharding": False, "dp_overlap": False, "context_parallel": 1, "expert_parallel": ep,
-                    "fsdp": False, "offload": choices["offload"][0]}
-            mapping = self.space.mapping(plan)
-            if self.evaluate(mapping).feasible:
-                return {"megatron": mapping}
-        return {}
+        """``megatron``: the Megatron-LM practitioners' rule of thumb (:func:`.rules.megatron_rule`)."""
+        return rules.megatron_rule(self)

@@ -60,6 +60,7 @@ from optmap.workload.transformer import TransformerConfig
 from . import attention as attn
 from . import context, memory, moe, offload, precision, sharding, stages
 from .compute import Device
+from .flops import hardware_flops, model_flops
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
 PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
@@ -409,21 +410,3 @@ def summed(terms) -> np.ndarray:
     for x in terms:
         out += x
     return out
-
-
-def model_flops(cfg: TransformerConfig, batch: int) -> float:
-    """Model FLOPs of one iteration, without recomputation: 3 × forward, the numerator of model
-    FLOPs utilisation (Korthikanti et al. 2022 §6; Chowdhery et al. 2022, PaLM, App. B)."""
-    return 3.0 * batch * cfg.flops_fwd()
-
-
-def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str = "unfused") -> np.ndarray:
-    """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
-    layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
-    ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
-    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
-    layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
-    core = attn.recomputed_core_flops(cfg, attention)
-    rc = np.asarray(recompute)
-    again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
-    return model_flops(cfg, batch) + batch * cfg.layers * again

@@ -1,0 +1,27 @@
+"""FLOPs of one ``megatron-3d`` iteration: model FLOPs (MFU's numerator) and hardware FLOPs."""
+
+from __future__ import annotations
+
+import numpy as np
+from optmap.workload.transformer import TransformerConfig
+
+from . import attention as attn
+from . import memory
+
+
+def model_flops(cfg: TransformerConfig, batch: int) -> float:
+    """Model FLOPs of one iteration, without recomputation: 3 × forward, the numerator of model
+    FLOPs utilisation (Korthikanti et al. 2022 §6; Chowdhery et al. 2022, PaLM, App. B)."""
+    return 3.0 * batch * cfg.flops_fwd()
+
+
+def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str = "unfused") -> np.ndarray:
+    """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
+    layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
+    ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
+    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
+    layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
+    core = attn.recomputed_core_flops(cfg, attention)
+    rc = np.asarray(recompute)
+    again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
+    return model_flops(cfg, batch) + batch * cfg.layers * again
