@@ -54,3 +54,14 @@ def static_bytes(stage_params, layer_params, fsdp, zero, shards, reshard: bool =
     held = GATHERED_LAYERS * layer_params if reshard else np.maximum(stage_params, GATHERED_LAYERS * layer_params)
     gathered = np.where(fsdp, WEIGHT_BYTES * held, 0.0)
     return weights / split + gathered, gradients / split, state
+
+
+def gradient_sync(grad_bytes, weight_bytes, group, sharded, bw, lat) -> tuple:
+    """(reduce, gather) seconds of synchronising a replica group's gradients at the end of the
+    iteration: an all-reduce of ``grad_bytes``, or with the distributed optimizer (``sharded``,
+    ZeRO-1) a reduce-scatter of them and an all-gather of the updated ``weight_bytes``."""
+    reduce = np.where(sharded, coll.reduce_scatter(grad_bytes, group, bw, lat),
+                      coll.allreduce(grad_bytes, group, bw, lat))
+    gather = np.where(sharded, coll.allgather(weight_bytes, group, bw, lat), 0.0)
+    return reduce, gather
+

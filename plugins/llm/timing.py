@@ -321,18 +321,13 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     zero = np.asarray(plans.zero, bool) & (shards > 1)
     # the dense parameters' gradients over data × context (FSDP reduces them layer by layer instead)
     dense_live = (shards > 1) & ~fsdp
-    reduce = np.where(dense_live, np.where(zero, coll.reduce_scatter(grads, shards, links.dp_bw, links.dp_lat),
-                                           coll.allreduce(grads, shards, links.dp_bw, links.dp_lat)), 0.0)
-    gather = np.where(dense_live & zero,
-                      coll.allgather(ACT_BYTES * stage_dense, shards, links.dp_bw, links.dp_lat), 0.0)
+    reduce, gather = (np.where(dense_live, x, 0.0) for x in sharding.gradient_sync(
+        grads, ACT_BYTES * stage_dense, shards, zero, links.dp_bw, links.dp_lat))
     expert_zero = (np.asarray(plans.zero, bool) | fsdp) & (edp > 1)
     if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`)
-        expert_grads = opts.grad_bytes * stage_experts
-        reduce = reduce + np.where(edp > 1, np.where(
-            expert_zero, coll.reduce_scatter(expert_grads, edp, links.edp_bw, links.edp_lat),
-            coll.allreduce(expert_grads, edp, links.edp_bw, links.edp_lat)), 0.0)
-        gather = gather + np.where(expert_zero, coll.allgather(ACT_BYTES * stage_experts, edp, links.edp_bw,
-                                                               links.edp_lat), 0.0)
+        expert_reduce, expert_gather = (np.where(edp > 1, x, 0.0) for x in sharding.gradient_sync(
+            opts.grad_bytes * stage_experts, ACT_BYTES * stage_experts, edp, expert_zero, links.edp_bw, links.edp_lat))
+        reduce, gather = reduce + expert_reduce, gather + expert_gather
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
     exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
     dp_comm = exposed + gather
