@@ -69,6 +69,10 @@ def kept_weight_bytes(rec: Recipe, fp8_param_gather: bool) -> float:
     return rec.weight_copy_bytes
 
 
+CAST_TRANSPOSE = 4.0  # bytes per element of a cast with its transpose: read 2 (16-bit), write 1 + 1 (FP8)
+TRANSPOSE = 2.0  # bytes per element of the transpose of an FP8 tensor: read 1, write 1
+
+
 def cast_bytes(cfg, tokens, t, dense_mlp: bool = True) -> tuple:
     """HBM bytes of one layer's FP8 casts per tensor-parallel rank and micro-batch, forward and
     backward (Transformer Engine ``Linear`` / ``LayerNormLinear``; Micikevicius et al. 2022 §4):
@@ -78,11 +82,11 @@ def cast_bytes(cfg, tokens, t, dense_mlp: bool = True) -> tuple:
     output gradient is cast and transposed (read 2, write 1 + 1). ``dense_mlp`` False leaves out the
     MLP (a MoE layer's experts, :mod:`.moe`)."""
     h, qkv_out = cfg.d_model, (cfg.inner + 2 * cfg.kv_inner) / t
-    forward = 2.0 * h + 4.0 * cfg.inner / t  # QKV input transpose; projection input cast + transpose
-    backward = 4.0 * (qkv_out + h)  # QKV and projection output gradients
+    forward = TRANSPOSE * h + CAST_TRANSPOSE * cfg.inner / t  # QKV input transpose; projection input cast
+    backward = CAST_TRANSPOSE * (qkv_out + h)  # QKV and projection output gradients
     if dense_mlp:
-        forward += 2.0 * h + 4.0 * cfg.d_ff / t  # MLP-in input transpose; MLP-out input cast + transpose
-        backward += 4.0 * (cfg.mlp_in / t + h)
+        forward += TRANSPOSE * h + CAST_TRANSPOSE * cfg.d_ff / t  # MLP-in input transpose; MLP-out input cast
+        backward += CAST_TRANSPOSE * (cfg.mlp_in / t + h)
     return forward * tokens, backward * tokens
 
 
@@ -90,7 +94,7 @@ def expert_cast_bytes(copies, d_model: int, width_in, width_out) -> tuple:
     """HBM bytes of a MoE layer's FP8 casts of its routed copies (as :func:`cast_bytes`): forward,
     each copy's expert input and MLP-out input cast with their transposes (4 bytes per element);
     backward, the two expert GEMMs' output gradients cast and transposed (4 bytes per element)."""
-    forward = 4.0 * (d_model + width_out) * copies
-    backward = 4.0 * (width_in + d_model) * copies
+    forward = CAST_TRANSPOSE * (d_model + width_out) * copies
+    backward = CAST_TRANSPOSE * (width_in + d_model) * copies
     return forward, backward
 
