@@ -29,6 +29,10 @@ Constants (per direction, per GPU), each a named option in Gb/s or µs:
   H100 and DGX B200 (datasheets: PCIe Gen5; 64 GB/s = 512 Gb/s each way), and over NVLink-C2C on
   GB200 (GB200 NVL72 datasheet: 900 GB/s bidirectional between each Grace CPU and its two Blackwell
   GPUs, taken as 450 GB/s = 3,600 Gb/s each way per GPU).
+* Host memory (``host_memory`` in ``System.params``, option ``host_memory_gib``, per GPU; what an
+  offloading plan keeps there must fit): the system memory over the node's GPUs, 1 TiB / 8 =
+  128 GiB on DGX A100, 2 TiB / 8 = 256 GiB on DGX H100 and DGX B200 (datasheets), and each Grace
+  CPU's 480 GB LPDDR5X over its two GPUs on GB200 (GB200 NVL72 datasheet) = 223.5 GiB.
 * Latencies are not datasheet figures: 1 µs per NVSwitch step and 2 µs per InfiniBand step are
   assumptions (options ``nvlink_latency_us`` / ``ib_latency_us``) of the order of NCCL's
   per-step latency; they matter only for small messages, not for the multi-megabyte collectives
@@ -43,11 +47,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from optmap.bounds import Gbps, Microseconds, ints
+from optmap.bounds import Gbps, Microseconds, NonNegative, ints
 from optmap.errors import OptmapError
 from optmap.system import GroupSpec, System, assign_devices, device_graph
 from optmap.system.graph import GraphRecipe
-from optmap.units import gbps_to_bytes_per_s, us_to_s
+from optmap.units import gbps_to_bytes_per_s, gib_to_bytes, us_to_s
 
 from . import placement
 
@@ -84,7 +88,7 @@ def _cluster_graph(devices, n: int, intra: Link, inter: Link, gpn: int = GPUS_PE
 
 def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps: float,
              nvlink_latency_us: float, ib_latency_us: float, gpn: int = GPUS_PER_NODE,
-             host_gbps: float = 512.0) -> System:
+             host_gbps: float = 512.0, host_memory_gib: float = 256.0) -> System:
     _check_count(topology, groups)
     devices, grps = assign_devices(groups)
     n = len(devices)
@@ -98,41 +102,42 @@ def _cluster(topology: str, groups: list[GroupSpec], nvlink_gbps: float, ib_gbps
     params = {"gpus_per_node": gpn, "nodes": nodes,
               "intra_bandwidth": intra.bandwidth, "intra_latency": intra.latency,
               "inter_bandwidth": inter.bandwidth, "inter_latency": inter.latency,
-              "host_bandwidth": gbps_to_bytes_per_s(host_gbps)}
+              "host_bandwidth": gbps_to_bytes_per_s(host_gbps), "host_memory": gib_to_bytes(host_memory_gib)}
     return System(devices=devices, groups=grps, graph=graph, topology=topology, params=params)
 
 
 def dgx_a100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 2400.0, ib_gbps: Gbps = 200.0,
              nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-             host_gbps: Gbps = 256.0) -> System:
+             host_memory_gib: NonNegative = 128.0, host_gbps: Gbps = 256.0) -> System:
     """DGX A100 nodes of 8 GPUs: NVLink 3 / NVSwitch 300 GB/s per GPU each way (2,400 Gb/s) inside a
     node, one 200 Gb/s HDR InfiniBand adapter per GPU between nodes (DGX A100 datasheet)."""
     return _cluster("dgx-a100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
-                    host_gbps=host_gbps)
+                    host_gbps=host_gbps, host_memory_gib=host_memory_gib)
 
 
 def dgx_h100(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 3600.0, ib_gbps: Gbps = 400.0,
              nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-             host_gbps: Gbps = 512.0) -> System:
+             host_memory_gib: NonNegative = 256.0, host_gbps: Gbps = 512.0) -> System:
     """DGX H100 nodes of 8 GPUs: NVLink 4 / NVSwitch 450 GB/s per GPU each way (3,600 Gb/s) inside a
     node, one 400 Gb/s NDR InfiniBand adapter per GPU between nodes (DGX H100 datasheet)."""
     return _cluster("dgx-h100", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
-                    host_gbps=host_gbps)
+                    host_gbps=host_gbps, host_memory_gib=host_memory_gib)
 
 
 def dgx_b200(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
              nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-             host_gbps: Gbps = 512.0) -> System:
+             host_memory_gib: NonNegative = 256.0, host_gbps: Gbps = 512.0) -> System:
     """DGX B200 nodes of 8 GPUs: NVLink 5 / NVSwitch 900 GB/s per GPU each way (7,200 Gb/s) inside a
     node, one 400 Gb/s ConnectX-7 (InfiniBand NDR or Ethernet) adapter per GPU between nodes (DGX
     B200 datasheet: 8 single-port ConnectX-7 VPI, 400 Gb/s)."""
     return _cluster("dgx-b200", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us,
-                    host_gbps=host_gbps)
+                    host_gbps=host_gbps, host_memory_gib=host_memory_gib)
 
 
 def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps: Gbps = 400.0,
                 nvlink_latency_us: Microseconds = 1.0, ib_latency_us: Microseconds = 2.0,
-                domain_gpus: ints(1, 4096) = SEGMENT_GPUS, host_gbps: Gbps = 3600.0) -> System:
+                domain_gpus: ints(1, 4096) = SEGMENT_GPUS, host_gbps: Gbps = 3600.0,
+                host_memory_gib: NonNegative = 223.5) -> System:
     """GB200 NVL72 racks: 72 GPUs in one NVLink 5 domain through the rack's NVLink switch trays,
     900 GB/s per GPU each way (7,200 Gb/s; datasheet: 130 TB/s for 72 GPUs), and one 400 Gb/s
     ConnectX-7 InfiniBand adapter per GPU between racks (DGX GB200: four ConnectX-7 per compute
@@ -142,7 +147,7 @@ def gb200_nvl72(groups: list[GroupSpec], *, nvlink_gbps: Gbps = 7200.0, ib_gbps:
     if not isinstance(domain_gpus, int) or domain_gpus < 1:
         raise OptmapError(f"topology 'gb200-nvl72': domain_gpus must be a positive integer, got {domain_gpus!r}")
     return _cluster("gb200-nvl72", groups, nvlink_gbps, ib_gbps, nvlink_latency_us, ib_latency_us, domain_gpus,
-                    host_gbps)
+                    host_gbps, host_memory_gib)
 
 
 def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:

@@ -104,6 +104,12 @@ def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     return layers / np.asarray(p, dtype=float) * in_flight_micro_batches(p, v, m)
 
 
+def state_per_parameter(grad_bytes: float = GRAD_BYTES) -> float:
+    """Optimizer-state bytes per parameter: fp32 master weight and Adam moments (12), plus the fp32
+    copy of 16-bit main gradients (Megatron-LM ``docs/distrib_optimizer.md``: 16 with fp16 gradients)."""
+    return STATE_BYTES + (GRAD_BYTES if grad_bytes < GRAD_BYTES else 0.0)
+
+
 def static_bytes(params, sharded, d, grad_bytes: float = GRAD_BYTES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, gradients, optimizer state) bytes of ``params`` local parameters; the state is
     split over the ``d`` data-parallel ranks when ``sharded`` (Megatron distributed optimizer).
@@ -111,6 +117,5 @@ def static_bytes(params, sharded, d, grad_bytes: float = GRAD_BYTES) -> tuple[np
     copy to the optimizer's state (Megatron-LM ``docs/distrib_optimizer.md``: 20 bytes per parameter
     with fp16 gradients, ``4 + 16/d`` distributed; 18 and ``6 + 12/d`` with fp32 gradients)."""
     params = np.asarray(params, dtype=float)
-    per_param = STATE_BYTES + (GRAD_BYTES if grad_bytes < GRAD_BYTES else 0.0)
-    state = per_param * params / np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
+    state = state_per_parameter(grad_bytes) * params / np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
     return WEIGHT_BYTES * params, grad_bytes * params, state

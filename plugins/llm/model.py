@@ -234,6 +234,7 @@ class Megatron3DCostModel(CostModel):
                                       attention=attention, fused_swiglu=fused_swiglu,
                                       fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
+                                      host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),
                                       moe_load_imbalance=float(moe_load_imbalance))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
@@ -375,7 +376,7 @@ class Megatron3DCostModel(CostModel):
                                      int(np.asarray(lay.last_chunk))]}
 
     def _reason(self, plan: dict, cols: dict) -> str:
-        return reasons.why_not(self, plan, cols["memory_gib"])
+        return reasons.why_not(self, plan, cols["memory_gib"], cols["memory_host"] / GIB)
 
     def describe(self, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
         """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""

@@ -12,7 +12,12 @@ bytes/s each way, :mod:`.cluster`):
   to the host during its forward and read back during its backward, overlapped with that layer's
   compute; only what outlasts it is exposed. The GPU keeps two layers' worth (the one moving
   and the one computing) instead of every in-flight micro-batch's.
-* ``both``: the two. Host memory capacity is not checked (a host has far more than its GPUs).
+* ``both``: the two.
+
+What a GPU offloads must fit in its share of the host's memory (topology parameter
+``host_memory``, bytes per GPU, :mod:`.cluster`; Calculon's tier-2 memory): its whole optimizer
+state (the GPU's one layer is a staging buffer) and the activations beyond its resident layers
+(:func:`host_bytes`); a plan that overflows is infeasible.
 """
 
 from __future__ import annotations
@@ -40,11 +45,19 @@ def activation_exposed(layer_bytes, host_bw, forward, backward) -> np.ndarray:
     return np.maximum(0.0, move - forward) + np.maximum(0.0, move - backward)
 
 
-def optimizer_time(hbm_step, state_bytes, host_bw) -> np.ndarray:
-    """The offloaded step: its HBM traffic or the state through the host link, whichever is longer."""
-    return np.maximum(hbm_step, np.asarray(state_bytes, float) / host_bw)
+def optimizer_time(hbm_step, params, grad_bytes, host_bw) -> np.ndarray:
+    """The offloaded step: its HBM traffic or the state of ``params`` local parameters through the host
+    link, whichever is longer (the state per parameter as the memory model counts it)."""
+    return np.maximum(hbm_step, memory.state_per_parameter(grad_bytes) * np.asarray(params, float) / host_bw)
 
 
-def resident_state(layer_params, shards, sharded) -> np.ndarray:
+def resident_state(layer_params, shards, sharded, grad_bytes) -> np.ndarray:
     """Optimizer state left on the GPU: one layer's (of its shard with sharding)."""
-    return memory.STATE_BYTES * layer_params / np.where(sharded, shards, 1.0)
+    return memory.state_per_parameter(grad_bytes) * layer_params / np.where(sharded, shards, 1.0)
+
+
+def host_bytes(offloaded_state, offloaded_activations, layer_bytes, layer_micro_batches) -> np.ndarray:
+    """Host memory one GPU fills: the optimizer state it offloads (all of it) and its activations beyond the
+    :data:`RESIDENT_LAYERS` it keeps (``layer_micro_batches`` of ``layer_bytes`` stored at once)."""
+    spilled = np.maximum(0.0, np.asarray(layer_micro_batches, float) - RESIDENT_LAYERS) * layer_bytes
+    return offloaded_state + np.where(offloaded_activations, spilled, 0.0)

@@ -7,7 +7,7 @@ from . import moe, stages
 GIB = 2.0**30
 
 
-def why_not(model, plan: dict, memory_gib: float) -> str:
+def why_not(model, plan: dict, memory_gib: float, host_gib: float = 0.0) -> str:
     """The first rule of :mod:`.model`'s docstring ``plan`` breaks, or its memory overflow; "" if none."""
     t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
     b, v, cp = plan["microbatch_size"], plan["interleaving"], plan["context_parallel"]
@@ -32,4 +32,7 @@ def why_not(model, plan: dict, memory_gib: float) -> str:
     limit = (model.capacity - opts.memory_reserve) / GIB
     if memory_gib > limit:
         return f"needs {memory_gib:.1f} GiB per GPU, {limit:.1f} GiB available"
+    if host_gib > opts.host_memory / GIB:
+        return (f"offloads {host_gib:.1f} GiB per GPU to host memory, {opts.host_memory / GIB:.1f} GiB available "
+                f"(topology option host_memory_gib)")
     return ""

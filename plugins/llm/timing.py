@@ -131,6 +131,7 @@ class Options:
     attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
     fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
     host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
+    host_memory: float = np.inf  # bytes of host memory per GPU for what it offloads (:mod:`.offload`)
     fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
     expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
@@ -335,8 +336,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     sharded = zero | fsdp
     local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
     optimizer = dev.memory_time(opts.optimizer_bytes * local, kernels=4)
-    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, memory.STATE_BYTES * local, opts.host_bandwidth),
-                         optimizer)
+    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, local, opts.grad_bytes, opts.host_bandwidth), optimizer)
 
     parts = {
         "forward_s": m * fwd_stage,
@@ -378,7 +378,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         weights, gradients, state = (a + e for a, e in zip((weights, gradients, state),
                                                            memory.static_bytes(stage_experts, expert_zero, edp,
                                                                                opts.grad_bytes)))
-    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
+    host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
+                              layout.first_device * memory.in_flight_micro_batches(p, v, m))
+    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded, opts.grad_bytes), state)
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
     copies = opts.weight_copy_bytes * (stage_layers * dense_layer / t + stage_experts)
     total = summed((weights, copies, gradients, state, activations))
@@ -392,8 +394,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "memory_weights": weights, "memory_weight_copies": copies,
         "memory_gradients": gradients, "memory_optimizer": state,
         "memory_activations": activations,
-        "memory": total,
-        "feasible": total <= memory_capacity - opts.memory_reserve,
+        "memory": total, "memory_host": host,
+        "feasible": (total <= memory_capacity - opts.memory_reserve) & (host <= opts.host_memory),
     }
 
 
