@@ -42,7 +42,7 @@ from optmap.workload import Workload
 
 from . import export as launch
 from . import attention as attn
-from . import context, memory, moe, offload, precision, reasons, rules, stages, timing
+from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
 from .compute import Device, Efficiency, SharedDevice, efficiency_for
@@ -63,8 +63,9 @@ PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": 
                "ep_comm_s": "expert-parallel all-to-all"}
 MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
                  "memory_gradients": "main gradients (grad_bytes each)",
-                 "memory_optimizer": "optimizer state (fp32 master, Adam m and v; fp32 gradients when 16-bit)",
-                 "memory_activations": "activations"}
+                 "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
+                 "memory_activations": "activations",
+                 "memory_step_copy": "fp32 copy of 16-bit gradients (optimizer step only, not beside activations)"}
 GIB = 2.0**30
 
 
@@ -225,7 +226,7 @@ class Megatron3DCostModel(CostModel):
                            launch=eff.launch), operand_bytes=rec.operand_bytes)
         self.capacity = acc.memory_bytes
         grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
-        self.options = timing.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
+        self.options = inputs.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
@@ -271,9 +272,9 @@ class Megatron3DCostModel(CostModel):
         return out
 
     @staticmethod
-    def plan_arrays(v: dict[str, np.ndarray]) -> timing.Plans:
-        """:class:`timing.Plans` from decision arrays (any shapes that broadcast together)."""
-        return timing.Plans(tp=np.asarray(v["tensor_parallel"], float), pp=np.asarray(v["pipeline_parallel"], float),
+    def plan_arrays(v: dict[str, np.ndarray]) -> inputs.Plans:
+        """:class:`inputs.Plans` from decision arrays (any shapes that broadcast together)."""
+        return inputs.Plans(tp=np.asarray(v["tensor_parallel"], float), pp=np.asarray(v["pipeline_parallel"], float),
                             dp=np.asarray(v["data_parallel"], float), mb=np.asarray(v["microbatch_size"], float),
                             vp=np.asarray(v["interleaving"], float), recompute=np.asarray(v["recompute"], np.int64),
                             sp=np.asarray(v["sequence_parallel"], bool), zero=np.asarray(v["optimizer_sharding"], bool),
@@ -281,7 +282,7 @@ class Megatron3DCostModel(CostModel):
                             ep=np.asarray(v["expert_parallel"], float), fsdp=np.asarray(v["fsdp"], bool),
                             offload=np.asarray(v["offload"], np.int64))
 
-    def validity(self, plans: timing.Plans) -> dict[str, np.ndarray]:
+    def validity(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
         t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
         cp = np.asarray(plans.cp, float)
@@ -301,20 +302,20 @@ class Megatron3DCostModel(CostModel):
         cp = np.asarray(cp, float)
         return (cp > 1) & ((np.mod(self.config.seq_len, 2 * cp) != 0) | (self.options.attention != "flash"))
 
-    def links(self, plans: timing.Plans) -> timing.Links:
+    def links(self, plans: inputs.Plans) -> inputs.Links:
         """Per plan, the links of its TP group, DP group and stage hop (:func:`.cluster.plan_links`)."""
         links = plan_links(self.system, plans.tp, plans.dp, plans.pp, plans.cp)
         if self.config.moe is None:
-            return timing.Links(**links)
-        return timing.Links(**links, **expert_links(self.system, plans.tp, plans.dp * plans.cp, plans.pp, plans.ep,
+            return inputs.Links(**links)
+        return inputs.Links(**links, **expert_links(self.system, plans.tp, plans.dp * plans.cp, plans.pp, plans.ep,
                                                     int(self.options.expert_tensor_parallel)))
 
-    def score(self, plans: timing.Plans) -> dict[str, np.ndarray]:
+    def score(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
         invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["context"] | bad["experts"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
-        safe = timing.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
+        safe = inputs.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
                                "ep": np.where(bad["experts"], 1.0, plans.ep)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
                               linear=self.linear_device)
@@ -340,7 +341,7 @@ class Megatron3DCostModel(CostModel):
         tables = {"time_breakdown": [{"part": PART_LABELS[k], "seconds": cols[k],
                                       "percent": 100.0 * cols[k] / cols["time"]} for k in timing.PARTS if cols[k] > 0],
                   "memory_per_gpu": [{"part": label, "GiB": cols[k] / GIB} for k, label in MEMORY_LABELS.items()
-                                     if cols[k] > 0 or k != "memory_weight_copies"]
+                                     if cols[k] > 0 or k not in ("memory_weight_copies", "memory_step_copy")]
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
         tables["stages"] = self._stages(plan, cols, m)

@@ -45,15 +45,15 @@ def activation_exposed(layer_bytes, host_bw, forward, backward) -> np.ndarray:
     return np.maximum(0.0, move - forward) + np.maximum(0.0, move - backward)
 
 
-def optimizer_time(hbm_step, params, grad_bytes, host_bw) -> np.ndarray:
-    """The offloaded step: its HBM traffic or the state of ``params`` local parameters through the host
-    link, whichever is longer (the state per parameter as the memory model counts it)."""
-    return np.maximum(hbm_step, memory.state_per_parameter(grad_bytes) * np.asarray(params, float) / host_bw)
+def optimizer_time(hbm_step, params, host_bw) -> np.ndarray:
+    """The offloaded step: its HBM traffic or the optimizer state of ``params`` local parameters through
+    the host link, whichever is longer."""
+    return np.maximum(hbm_step, memory.STATE_BYTES * np.asarray(params, float) / host_bw)
 
 
-def resident_state(layer_params, shards, sharded, grad_bytes) -> np.ndarray:
+def resident_state(layer_params, shards, sharded) -> np.ndarray:
     """Optimizer state left on the GPU: one layer's (of its shard with sharding)."""
-    return memory.state_per_parameter(grad_bytes) * layer_params / np.where(sharded, shards, 1.0)
+    return memory.STATE_BYTES * layer_params / np.where(sharded, shards, 1.0)
 
 
 def host_bytes(offloaded_state, offloaded_activations, layer_bytes, layer_micro_batches) -> np.ndarray:

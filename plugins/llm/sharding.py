@@ -46,14 +46,14 @@ def layer_exposed(layer_params, grad_bytes: float, shards, bw, lat, forward, bac
 
 def static_bytes(stage_params, layer_params, fsdp, zero, shards, reshard: bool = True,
                  grad_bytes: float = memory.GRAD_BYTES) -> tuple:
-    """(weights, gradients, optimizer state) bytes per GPU: :func:`memory.static_bytes` (ZeRO-1
-    with ``zero``), and with ``fsdp`` all three over the shards plus two gathered layers (``reshard``
-    false: the whole stage gathered)."""
-    weights, gradients, state = memory.static_bytes(stage_params, zero | fsdp, shards, grad_bytes)
+    """(weights, gradients, optimizer state, step-time gradient copy) bytes per GPU:
+    :func:`memory.static_bytes` (ZeRO-1 with ``zero``), and with ``fsdp`` all over the shards plus two
+    gathered layers (``reshard`` false: the whole stage gathered)."""
+    weights, gradients, state, copy = memory.static_bytes(stage_params, zero | fsdp, shards, grad_bytes)
     split = np.where(fsdp, shards, 1.0)
     held = GATHERED_LAYERS * layer_params if reshard else np.maximum(stage_params, GATHERED_LAYERS * layer_params)
     gathered = np.where(fsdp, WEIGHT_BYTES * held, 0.0)
-    return weights / split + gathered, gradients / split, state
+    return weights / split + gathered, gradients / split, state, copy
 
 
 def gradient_sync(grad_bytes, weight_bytes, group, sharded, bw, lat) -> tuple:

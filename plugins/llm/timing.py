@@ -60,81 +60,13 @@ from optmap.workload.transformer import TransformerConfig
 from . import attention as attn
 from . import context, memory, moe, offload, precision, sharding, stages
 from .compute import Device
+from .inputs import Links, Options, Plans
 from .flops import hardware_flops, model_flops
 
 ACT_BYTES = 2.0  # 16-bit activations and weights (fp16 / bf16)
 PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "embedding_logits_s", "pp_comm_s",
          "bubble_s", "grad_accumulation_s", "dp_comm_s", "optimizer_s", "cp_comm_s", "fsdp_comm_s", "offload_s",
          "ep_comm_s")
-
-
-@dataclass(frozen=True)
-class Plans:
-    """Decisions of plans as arrays that broadcast together: sizes as floats, recompute as
-    0/1/2 (:data:`memory.RECOMPUTE`), switches as bools."""
-
-    tp: np.ndarray
-    pp: np.ndarray
-    dp: np.ndarray
-    mb: np.ndarray
-    vp: np.ndarray
-    recompute: np.ndarray
-    sp: np.ndarray
-    zero: np.ndarray
-    overlap: np.ndarray
-    cp: np.ndarray = 1.0  # context-parallel size (:mod:`.context`)
-    ep: np.ndarray = 1.0  # expert-parallel size (:mod:`.moe`)
-    fsdp: np.ndarray = False  # fully sharded data parallel (:mod:`.sharding`)
-    offload: np.ndarray = 0  # index into :data:`.offload.OFFLOAD`
-
-
-@dataclass(frozen=True)
-class Links:
-    """Per plan: bandwidth (B/s) and step latency (s) of its TP group, DP group and stage hop."""
-
-    tp_bw: np.ndarray
-    tp_lat: np.ndarray
-    dp_bw: np.ndarray
-    dp_lat: np.ndarray
-    pp_bw: np.ndarray
-    pp_lat: np.ndarray
-    pp_crosses_nodes: np.ndarray
-    cp_bw: np.ndarray = np.inf  # one ring step between context-parallel neighbours
-    cp_lat: np.ndarray = 0.0
-    # expert groups (:func:`.cluster.expert_links`; none for a dense model): the EP group's NVLink
-    # and adapter rates, latency and fewest members in a node; the ETP and expert-data-parallel groups
-    ep_intra_bw: np.ndarray = np.inf
-    ep_inter_bw: np.ndarray = np.inf
-    ep_lat: np.ndarray = 0.0
-    ep_members: np.ndarray = 1.0
-    etp_bw: np.ndarray = np.inf
-    etp_lat: np.ndarray = 0.0
-    edp_bw: np.ndarray = np.inf
-    edp_lat: np.ndarray = 0.0
-
-
-@dataclass(frozen=True)
-class Options:
-    """Modelling choices (documented defaults; see the cost model's options)."""
-
-    grad_bytes: float = 4.0  # bytes per main-gradient element (accumulated and reduced)
-    sp_gather_redo: bool = True  # sequence parallelism re-gathers LayerNorm outputs in backward
-    scatter_gather: bool = True  # Narayanan §4.1 optimisation of cross-node stage transfers
-    tp_overlap: bool = True  # asynchronous TP collectives beside the backward GEMMs (Megatron-LM 2022+)
-    grad_accumulation_fusion: bool = True  # weight-gradient GEMMs accumulate into the main gradient
-    optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
-    loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
-    memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
-    uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)
-    gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
-    weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
-    attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
-    fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
-    host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
-    host_memory: float = np.inf  # bytes of host memory per GPU for what it offloads (:mod:`.offload`)
-    fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
-    expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
-    moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
 
 
 @dataclass(frozen=True)
@@ -336,7 +268,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     sharded = zero | fsdp
     local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
     optimizer = dev.memory_time(opts.optimizer_bytes * local, kernels=4)
-    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, local, opts.grad_bytes, opts.host_bandwidth), optimizer)
+    optimizer = np.where(off_opt, offload.optimizer_time(optimizer, local, opts.host_bandwidth), optimizer)
 
     parts = {
         "forward_s": m * fwd_stage,
@@ -372,18 +304,19 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     logits = 6.0 * s * bt * vocab / t
     last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
-                                                      opts.fsdp_reshard, opts.grad_bytes)
+    weights, gradients, state, copy = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
+                                                            opts.fsdp_reshard, opts.grad_bytes)
     if cfg.moe is not None:  # the stage's share of the experts, optimizer state over edp (:mod:`.moe`)
-        weights, gradients, state = (a + e for a, e in zip((weights, gradients, state),
-                                                           memory.static_bytes(stage_experts, expert_zero, edp,
-                                                                               opts.grad_bytes)))
+        weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), memory.static_bytes(
+            stage_experts, expert_zero, edp, opts.grad_bytes)))
     host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
                               layout.first_device * memory.in_flight_micro_batches(p, v, m))
-    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded, opts.grad_bytes), state)
+    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
+    copy = np.where(off_opt, 0.0, copy)  # the offloaded step runs on the host
     # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
     copies = opts.weight_copy_bytes * (stage_layers * dense_layer / t + stage_experts)
-    total = summed((weights, copies, gradients, state, activations))
+    # the fp32 gradient copy exists only at the optimizer step, when no activations are held (:mod:`.memory`)
+    total = summed((weights, copies, gradients, state, np.maximum(activations, copy)))
     gpus = t * p * d * cp
     return {
         "time": time, **parts,
@@ -393,7 +326,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "gpus": gpus,
         "memory_weights": weights, "memory_weight_copies": copies,
         "memory_gradients": gradients, "memory_optimizer": state,
-        "memory_activations": activations,
+        "memory_activations": activations, "memory_step_copy": copy,
         "memory": total, "memory_host": host,
         "feasible": (total <= memory_capacity - opts.memory_reserve) & (host <= opts.host_memory),
     }

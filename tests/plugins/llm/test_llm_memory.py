@@ -73,6 +73,11 @@ def test_gqa_and_gated_widths():
 
 def test_optimizer_bytes():
     # Megatron distributed-optimizer table: 18 bytes/parameter, 6 + 12/d sharded
-    weights, grads, state = memory.static_bytes(np.array([1.0, 1.0, 1.0]), [False, True, True], [8, 8, 1])
+    weights, grads, state, copy = memory.static_bytes(np.array([1.0, 1.0, 1.0]), [False, True, True], [8, 8, 1])
     assert np.allclose(weights + grads + state, [18, 7.5, 18])
     assert np.allclose(weights, 2) and np.allclose(grads, 4) and np.allclose(state, [12, 1.5, 12])
+    assert np.allclose(copy, 0)  # fp32 gradients are stepped on in place
+    # fp16 gradients: 20 bytes/parameter, 4 + 16/d sharded (the same table), 4 (4/d) of them the fp32
+    # copy made at the optimizer step
+    weights, grads, state, copy = memory.static_bytes(np.array([1.0, 1.0]), [False, True], [8, 8], grad_bytes=2.0)
+    assert np.allclose(weights + grads + state + copy, [20, 6]) and np.allclose(copy, [4, 0.5])

@@ -15,11 +15,11 @@ from test_llm_model import problem
 def test_fsdp_memory_is_18_bytes_per_parameter_over_d_plus_two_layers():
     # 1e9 local parameters of 10 layers of 1e8 over d = 8: (2 + 4 + 12)·1e9/8 = 2.25e9 bytes, plus two
     # gathered 16-bit layers 2·2·1e8 = 0.4e9 (ZeRO stage 3, Rajbhandari et al. SC'20 §5)
-    w, g, s = sharding.static_bytes(1e9, 1e8, np.array(True), np.array(False), 8.0)
+    w, g, s, _ = sharding.static_bytes(1e9, 1e8, np.array(True), np.array(False), 8.0)
     assert float(w + g + s) == pytest.approx(18e9 / 8 + 4e8)
     assert float(w) == pytest.approx(2e9 / 8 + 4e8) and float(g) == 4e9 / 8 and float(s) == 12e9 / 8
     # without FSDP: ZeRO-1 shards the optimizer state only (6 + 12/d), nothing sharded: 18
-    w, g, s = sharding.static_bytes(1e9, 1e8, np.array(False), np.array([True, False]), 8.0)
+    w, g, s, _ = sharding.static_bytes(1e9, 1e8, np.array(False), np.array([True, False]), 8.0)
     assert np.allclose(w + g + s, [6e9 + 12e9 / 8, 18e9])
 
 
@@ -33,7 +33,7 @@ def test_fsdp_gathers_and_reduce_scatter_by_hand():
     # only reduce-scatters: 7 ms beside 8 ms, hidden; the stage's 1e9 weights stay gathered (2e9 bytes)
     fwd, bwd = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 0.0, 2e-3, 8e-3, reshard=False)
     assert float(fwd) == pytest.approx(1.5e-3) and float(bwd) == 0.0
-    w, g, s = sharding.static_bytes(1e9, 1e8, np.array(True), np.array(False), 8.0, reshard=False)
+    w, g, s, _ = sharding.static_bytes(1e9, 1e8, np.array(True), np.array(False), 8.0, reshard=False)
     assert float(w) == pytest.approx(2e9 / 8 + 2e9)
 
 
@@ -43,9 +43,7 @@ def test_offload_by_hand():
     assert float(offload.activation_exposed(0.64e9, 64e9, 4e-3, 12e-3)) == pytest.approx(6e-3)
     # the offloaded step: 12 bytes of state per parameter for 1e9 parameters cross the link each way at
     # 64 GB/s (0.1875 s), longer than its 20 ms of HBM traffic
-    assert float(offload.optimizer_time(0.02, 1e9, 4.0, 64e9)) == pytest.approx(0.1875)
-    # with 16-bit main gradients the state holds their fp32 copy too (distrib_optimizer.md): 16e9 B, 0.25 s
-    assert float(offload.optimizer_time(0.02, 1e9, 2.0, 64e9)) == pytest.approx(0.25)
+    assert float(offload.optimizer_time(0.02, 1e9, 64e9)) == pytest.approx(0.1875)
     # host memory: 3 GB of offloaded state, and 10 layer-micro-batches of 0.5 GB activations beyond the
     # two resident ones: 3 + 8 × 0.5 = 7 GB; activations kept on the GPU add nothing
     assert float(offload.host_bytes(3e9, True, 0.5e9, 10.0)) == pytest.approx(7e9)
@@ -63,10 +61,9 @@ def test_offload_and_fsdp_in_a_plan():
     parts = {o: {r["part"]: r["GiB"] for r in m.evaluate(m.space.mapping({**plan, "offload": o})).tables[
         "memory_per_gpu"]} for o in offload.OFFLOAD}
     cfg, t = m.config, 8
-    # optimizer offloaded: one layer's state stays (the buffer). fp16 training keeps 16-bit main gradients,
-    # so the state is 16 bytes per parameter (12 + their fp32 copy, distrib_optimizer.md), as on the GPU
-    assert parts["optimizer"]["optimizer state (fp32 master, Adam m and v; fp32 gradients when 16-bit)"] == pytest.approx(
-        16 * cfg.layer_params / t / 2**30)
+    # optimizer offloaded: one layer's 12 bytes per parameter stay (the buffer)
+    assert parts["optimizer"]["optimizer state (fp32 master, Adam m and v)"] == pytest.approx(
+        12 * cfg.layer_params / t / 2**30)
     # activations offloaded: two layers of one micro-batch stay instead of 12 layers × 8 in flight. Without
     # offloading the first stage holds the most (its 8 micro-batches' layers and embedding inputs, s·b·h/t
     # each); with it the last one does, two layers and its logits (fp16 output, fp32 softmax: 6·s·b·V/t)
@@ -134,9 +131,8 @@ def test_host_link_of_each_topology():
 def test_offloaded_state_must_fit_in_host_memory():
     # GPT-3 175B on 64 A100s (tensor 8, pipeline 8): offloading the optimizer puts the largest stage's
     # whole state in host memory (the GPU keeps a one-layer staging buffer beside it): 12 layers + the
-    # embedding (53,248 × 12,288, a third of a layer's 12 · 12,288²) of 1/8 shards, at 16 bytes per
-    # parameter (fp16 keeps 16-bit main gradients, whose fp32 copy joins the state): between 12 and 13
-    # layers' worth. DGX A100's 1 TiB over 8 GPUs (128 GiB each) holds it; 1 GiB does not.
+    # embedding (53,248 × 12,288, a third of a layer's 12 · 12,288²) of 1/8 shards, at 12 bytes per
+    # parameter (fp32 master weight, Adam's m and v): between 12 and 13 layers' worth. DGX A100's 1 TiB over 8 GPUs (128 GiB each) holds it; 1 GiB does not.
     def model(**topology):
         return build_problem({
             "workload": {"model": "transformer", "preset": "gpt3-175b", "batch": 64, "dtype": "fp16"},
@@ -152,5 +148,5 @@ def test_offloaded_state_must_fit_in_host_memory():
     report = tight.evaluate(tight.space.mapping(plan))
     assert not report.feasible and "host_memory_gib" in report.reason
     offloaded = float(report.reason.split("offloads ")[1].split(" GiB")[0])
-    layer = 16 * tight.config.layer_params / 8 / 2**30  # one layer's state shard, GiB
+    layer = 12 * tight.config.layer_params / 8 / 2**30  # one layer's state shard, GiB
     assert 12 * layer < offloaded < 13 * layer
