@@ -66,6 +66,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     args += [("--micro-batch-size", b), ("--global-batch-size", model.batch)]
     if plan["sequence_parallel"] and t > 1:
         args.append(("--sequence-parallel", None))
+        if model.options.tp_comm_overlap:  # the collectives chunked beside their GEMMs (:func:`.timing.chunked`)
+            args.append(("--tp-comm-overlap", None))
     if plan["recompute"] == "selective":
         args.append(("--recompute-granularity", "selective"))
     elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)

@@ -62,6 +62,7 @@ class Options:
     sp_gather_redo: bool = True  # sequence parallelism re-gathers LayerNorm outputs in backward
     scatter_gather: bool = True  # Narayanan §4.1 optimisation of cross-node stage transfers
     tp_overlap: bool = True  # asynchronous TP collectives beside the backward GEMMs (Megatron-LM 2022+)
+    tp_comm_overlap: bool = True  # with sp, TP collectives chunked beside their GEMMs (TE userbuffers)
     grad_accumulation_fusion: bool = True  # weight-gradient GEMMs accumulate into the main gradient
     optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd

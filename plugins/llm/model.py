@@ -99,6 +99,7 @@ class Megatron3DCostModel(CostModel):
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,
         tp_overlap: bool = True,
+        tp_comm_overlap: bool = True,
         grad_accumulation_fusion: bool = True,
         memory_reserve_gib: NonNegative = 2.0,
         compute: Literal["fitted", "shared"] = "fitted",
@@ -122,7 +123,9 @@ class Megatron3DCostModel(CostModel):
         fp32, else 2); ``sp_gather_redo`` sequence parallelism re-gathers LayerNorm outputs in
         backward (Korthikanti §4.2.2); ``scatter_gather`` Narayanan §4.1; ``tp_overlap`` the
         asynchronous tensor-parallel collectives of Megatron-LM since 2022 (false: 2021's
-        synchronous ones); ``grad_accumulation_fusion`` weight-gradient GEMMs accumulate into the
+        synchronous ones); ``tp_comm_overlap`` with sequence parallelism, the collectives chunked
+        beside their GEMMs (``--tp-comm-overlap``, as NeMo's and Megatron-Bridge's recipes set it;
+        false: Megatron-LM 2022); ``grad_accumulation_fusion`` weight-gradient GEMMs accumulate into the
         main gradient (Megatron-LM since mid-2022; false: a separate add per micro-batch);
         ``memory_reserve_gib`` per GPU kept for the CUDA context and communication buffers
         (assumption); ``compute`` the GEMM and element-wise kernel times: ``fitted`` this
@@ -228,7 +231,8 @@ class Megatron3DCostModel(CostModel):
         grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
         self.options = inputs.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
                                       sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
-                                      tp_overlap=tp_overlap, grad_accumulation_fusion=grad_accumulation_fusion,
+                                      tp_overlap=tp_overlap, tp_comm_overlap=tp_comm_overlap,
+                                      grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
                                       gemm_input_bytes=rec.gemm_input_bytes, 
                                       weight_copy_bytes=precision.kept_weight_bytes(rec, fp8_param_gather),

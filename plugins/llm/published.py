@@ -54,8 +54,9 @@ class Run:
 # decisions Megatron-LM of 2021-2022 did not have: pinned off for every run
 NOT_YET = {"context_parallel": 1, "fsdp": False, "offload": "none"}
 # Megatron-LM of 2021-2022 ran the attention core unfused (its scale-mask-softmax kernels, the
-# scores stored: Korthikanti et al. 2022 Eq. 1's 5as/h term); fused flash attention came later
-SOFTWARE_2022 = {"attention": "unfused"}
+# scores stored: Korthikanti et al. 2022 Eq. 1's 5as/h term); fused flash attention came later, as
+# did Transformer Engine's userbuffers that chunk the tensor-parallel collectives beside their GEMMs
+SOFTWARE_2022 = {"attention": "unfused", "tp_comm_overlap": False}
 
 
 def eq3_flops(cfg: TransformerConfig, batch: int) -> float:

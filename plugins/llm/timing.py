@@ -21,7 +21,10 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   row-parallel outputs' gradients are all-gathered. ``tp_overlap`` (Megatron-LM's asynchronous
   tensor-parallel communication, on by default since 2022) runs the column-parallel layers'
   collectives beside their weight-gradient (and input-gradient) GEMMs, so only what outlasts
-  the GEMM is exposed. Full recomputation repeats the forward's communication.
+  the GEMM is exposed. ``tp_comm_overlap`` (with sequence parallelism: Transformer Engine's
+  userbuffers, Megatron-Core ``--tp-comm-overlap``) also splits the forward's four collectives and
+  the row-parallel gradients' all-gathers into chunks pipelined with their GEMMs
+  (:mod:`.userbuffers`). Full recomputation repeats the forward's communication.
 * pipeline (Narayanan §2.2; :mod:`optmap.schedule`): ``m·t_max + (p-1)/v·t_stage`` with ``m =
   B/(d·b)`` micro-batches, ``t_max`` the slowest stage (the first holds the embedding, the last the
   logits and loss; with uneven stages, :mod:`.stages`, both may hold fewer layers than the middle
@@ -58,7 +61,7 @@ from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
 from . import attention as attn
-from . import context, memory, moe, offload, precision, sharding, stages
+from . import context, memory, moe, offload, precision, sharding, stages, userbuffers
 from .compute import Device
 from .inputs import Links, Options, Plans
 from .flops import hardware_flops, model_flops
@@ -139,8 +142,9 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
-                  opts: Options) -> np.ndarray:
-    """Exposed tensor-parallel communication seconds of one layer: forward + backward (+ recompute)."""
+                  opts: Options, lin: Device) -> np.ndarray:
+    """Exposed tensor-parallel communication seconds of one layer: forward + backward (+ recompute);
+    ``lin`` prices the linear GEMMs (chunked with ``tp_comm_overlap``)."""
     n = ACT_BYTES * np.asarray(b, float) * cfg.seq_len * cfg.d_model  # [b, s, h] in 16 bits
     ar = coll.allreduce(n, t, bw, lat)  # Megatron f / g operators
     ag = coll.allgather(n, t, bw, lat)
@@ -150,12 +154,16 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
     blocks = 1.0 + mlp  # attention, and the MLP where it is tensor-parallel (routed experts are not)
     fwd = np.where(sp, blocks * (ag + rs), blocks * ar)
     redo = ag if opts.sp_gather_redo else 0.0
+    row_gather = blocks * ag  # row-parallel backward: the output gradient's all-gather before its GEMM
+    if opts.tp_comm_overlap:  # with sp, the collectives chunked beside their GEMMs (:mod:`.userbuffers`)
+        ub_fwd, ub_bwd = userbuffers.exposed(cfg, lin, np.asarray(b, float) * cfg.seq_len, t, ag, rs)
+        fwd, row_gather = np.where(sp, ub_fwd, fwd), np.where(sp, ub_bwd, row_gather)
     if opts.tp_overlap:  # each column-parallel layer: AR (sp: RS) beside its weight-gradient GEMM,
         hidden = 0.0  # the re-gather beside its input-gradient GEMM (each half of its backward)
         for gemm, share in ((lt.qkv / 2.0, 1.0), (lt.mlp_in / 2.0, mlp)):
             hidden = hidden + share * np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
                                                np.maximum(0.0, ar - gemm))
-        bwd = np.where(sp, blocks * ag, 0.0) + hidden
+        bwd = np.where(sp, row_gather, 0.0) + hidden
     else:
         bwd = np.where(sp, blocks * (ag + rs + redo), blocks * ar)
     again = np.where(np.asarray(recompute) == memory.FULL, fwd, 0.0)
@@ -182,7 +190,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts)
     f_layer, b_layer = lt.forward, lt.backward
     rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
-    tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts)
+    tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
         cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)

@@ -48,7 +48,7 @@ def test_megatron_flags(saved, capsys):
     # the pinned plan, flag by flag (126 layers over 16 stages: 7, 14 × 8, 7)
     for want in ("--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 16",
                  "--decoder-first-pipeline-num-layers 7", "--decoder-last-pipeline-num-layers 7",
-                 "--micro-batch-size 1", "--global-batch-size 512", "--sequence-parallel",
+                 "--micro-batch-size 1", "--global-batch-size 512", "--sequence-parallel", "--tp-comm-overlap",
                  "--recompute-granularity full", "--recompute-method uniform", "--use-distributed-optimizer",
                  "--overlap-grad-reduce",
                  "--bf16", "--fp8-format hybrid", "--num-layers 126", "--num-query-groups 8", "--swiglu"):

@@ -7,7 +7,7 @@ import pytest
 from optmap.errors import OptmapError
 from optmap.host import load_host
 from optmap.plugins.hardware.accelerators import A100
-from optmap.plugins.llm import timing
+from optmap.plugins.llm import timing, userbuffers
 from optmap.plugins.llm.cluster import dgx_a100, dgx_h100, group_link, plan_links
 from optmap.plugins.llm.model import DECISIONS
 from optmap.problem import build_problem
@@ -138,14 +138,35 @@ def test_sequence_parallel_comm_by_hand():
     # reduce-scatters and LayerNorm re-gathers run beside their GEMMs (async, hidden here)
     n = 2 * 2048 * 12288
     ring = 7 * 1e-6 + 7 / 8 * n / 300e9  # ring all-gather = ring reduce-scatter (Thakur et al. 2005)
-    m = problem().cost_model
+    m = problem(tp_comm_overlap=False).cost_model  # whole collectives (Megatron-LM 2022, no userbuffers)
     r = m.evaluate(m.space.mapping(KORTHIKANTI_175B))  # selective + sp: no recomputed forward comm
     assert _table(r, "time_breakdown")["tensor-parallel communication"]["seconds"] == pytest.approx(
         64 * 12 * 6 * ring, rel=1e-9)
-    m = problem(tp_overlap=False).cost_model  # synchronous: + 2 reduce-scatters + 2 re-gathers
+    m = problem(tp_overlap=False, tp_comm_overlap=False).cost_model  # synchronous: + 2 RS + 2 re-gathers
     r = m.evaluate(m.space.mapping(KORTHIKANTI_175B))
     assert _table(r, "time_breakdown")["tensor-parallel communication"]["seconds"] == pytest.approx(
         64 * 12 * 10 * ring, rel=1e-9)
+
+
+def test_userbuffers_chunks_by_hand():
+    # a two-stage pipeline of n chunks, transfer c/n and GEMM g/n each: it ends after g/n + (n-1)·max(c, g)/n
+    # + c/n (a reduce-scatter's last chunk) or g/n + (n-1)·max(c, g)/n (an all-gather's first chunk is local)
+    assert float(userbuffers.chunked(8.0, 4.0, 4)) == pytest.approx(3 / 4 * 4.0)  # 1 + 3·2 - 4
+    assert float(userbuffers.chunked(8.0, 4.0, 4, trailing=True)) == pytest.approx(3 + 2)  # 1 + 3·2 + 2 - 4
+    assert float(userbuffers.chunked(2.0, 4.0, 8)) == 0.0 and float(userbuffers.chunked(2.0, 4.0, 8, True)) == 0.25
+    # GPT-3 175B, TP 8 + sp (Korthikanti's plan): per layer forward, each all-gather hides behind its
+    # GEMM's 8 chunks and each reduce-scatter leaves its last of 4 chunks (ring/4) plus the chunked
+    # GEMMs' extra time, which the fitted roofline gives thin GEMMs (1/8 and 1/4 of 2,048 tokens)
+    m = problem().cost_model
+    ring = 7 * 1e-6 + 7 / 8 * 2 * 2048 * 12288 / 300e9
+    dev, h, tok = m.device, 12288, 2048.0
+    extra = 0.0
+    for n, k in ((3 * h / 8, h), (h, h / 8), (4 * h / 8, h), (h, 4 * h / 8)):  # QKV, proj, MLP in, MLP out
+        chunks = 4 if n == h else 8  # row-parallel forward: pipeline (4); column-parallel: ring exchange (8)
+        extra += chunks * float(dev.gemm_time(tok / chunks, n, k)) - float(dev.gemm_time(tok, n, k))
+    forward, _ = userbuffers.exposed(m.config, dev, tok, 8, ring, ring)
+    assert float(forward) == pytest.approx(2 * ring / 4 + extra, rel=1e-9)
+    assert extra > 0  # thinner GEMMs are slower per FLOP
 
 
 def test_unfused_gradient_accumulation_by_hand():
