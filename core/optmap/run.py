@@ -156,7 +156,7 @@ def solve(
             problem.cost_model,
             problem.objectives,
             problem.constraints,
-            (budget or problem.search.budget).or_default(),
+            (budget or problem.search.budget).or_default(getattr(search_engine, "default_budget", None)),
             progress,
             batch_evaluate=batch_evaluate,
             checkpoint=state,

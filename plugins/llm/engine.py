@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from optmap.bounds import ints
 from optmap.errors import OptmapError
-from optmap.search import Evaluator, SearchEngine
+from optmap.search import Budget, Evaluator, SearchEngine
+from optmap.search.budget import DEFAULT_SECONDS
 
 from . import stages
 from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
@@ -204,6 +205,9 @@ class Megatron3DSearch(SearchEngine):
     requires = frozenset({"megatron_plans"})
     accepts = (Megatron3DCostModel,)
     exact = True
+    # every valid plan by default (millions a second): the core's 20,000-evaluation default is for
+    # sampling engines and would cut the enumeration short; the time limit stays
+    default_budget = Budget(evaluations=None, seconds=DEFAULT_SECONDS)
 
     def __init__(self, *, top: ints(1, 1000) = 5) -> None:
         """``top``: how many of the best feasible plans table ``top_plans`` lists (the best included)."""
@@ -226,8 +230,8 @@ class Megatron3DSearch(SearchEngine):
         head = np.argpartition(firsts, self.top - 1)[: self.top] if len(ok) > self.top else np.arange(len(ok))
         best = ok[head[np.argsort(firsts[head], kind="stable")]]
         keep = np.union1d(best, ok[pareto_rows(F[ok])]) if F.shape[1] > 1 and len(ok) else best
-        if not len(ok):
-            keep = np.argmin(violation)[None]
+        if not len(ok):  # the least violation, then the least memory: the plan closest to fitting
+            keep = np.lexsort((grid.column("memory"), violation))[:1]
         X = grid.vectors(keep)
         evaluator.record(X, F[keep], violation[keep], count=n)
         extra = {"valid_plans": valid, "shapes_priced": S}

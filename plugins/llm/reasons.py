@@ -31,7 +31,10 @@ def why_not(model, plan: dict, memory_gib: float, host_gib: float = 0.0) -> str:
         return experts
     limit = (model.capacity - opts.memory_reserve) / GIB
     if memory_gib > limit:
-        return f"needs {memory_gib:.1f} GiB per GPU, {limit:.1f} GiB available"
+        offloads = next(v.choices for v in model.space.variables if v.name == "offload")
+        hint = "" if len(offloads) > 1 else (" (offloading was not searched: [cost] offload = "
+                                             "[\"none\", \"optimizer\", \"activations\", \"both\"] allows it)")
+        return f"needs {memory_gib:.1f} GiB per GPU, {limit:.1f} GiB available{hint}"
     if host_gib > opts.host_memory / GIB:
         return (f"offloads {host_gib:.1f} GiB per GPU to host memory, {opts.host_memory / GIB:.1f} GiB available "
                 f"(topology option host_memory_gib)")

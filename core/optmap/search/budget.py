@@ -32,6 +32,9 @@ class Budget:
         """True when at least one axis has a limit."""
         return self.evaluations is not None or self.seconds is not None
 
-    def or_default(self) -> Budget:
-        """This budget, or the finite default when it sets no limit at all."""
-        return self if self.bounded else Budget(DEFAULT_EVALUATIONS, DEFAULT_SECONDS)
+    def or_default(self, engine_default: Budget | None = None) -> Budget:
+        """This budget, or when it sets no limit at all the engine's own default
+        (``SearchEngine.default_budget``), else the finite default."""
+        if self.bounded:
+            return self
+        return engine_default if engine_default is not None else Budget(DEFAULT_EVALUATIONS, DEFAULT_SECONDS)

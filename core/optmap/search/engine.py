@@ -6,6 +6,8 @@ import inspect
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
+from optmap.search.budget import Budget
+
 if TYPE_CHECKING:  # pragma: no cover
     from optmap.search.evaluator import Evaluator
 
@@ -25,7 +27,12 @@ class SearchEngine(ABC):
       from ``evaluator.checkpoint.engine_state`` (ga, optuna); only such engines take ``--resume``;
     - ``seed_plans``: names of engines, or of plans the cost model names, that the engine starts
       from (an instance attribute set from its options); each is checked when the engine is
-      chosen, before anything runs.
+      chosen, before anything runs;
+    - ``default_budget``: the budget the engine runs under when neither the problem nor the
+      command line sets one (``None``: the core's finite default,
+      :data:`optmap.search.budget.DEFAULT_EVALUATIONS`); an exhaustive engine that scores every
+      plan at once sets no evaluation limit, so its optimum is not cut short by a budget made for
+      sampling engines.
 
     A generic engine is declared the default of formulations without a ``default_engine`` at
     registration, not here (:class:`optmap.registry.DefaultFor`), so choosing one imports none.
@@ -36,6 +43,7 @@ class SearchEngine(ABC):
     exact: bool = False
     resumable: bool = False
     seed_plans: list[str] | None = None
+    default_budget: Budget | None = None
 
     @abstractmethod
     def search(self, evaluator: Evaluator, seed: int) -> dict | None:

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from optmap.plugins.llm.engine import has_data_parallel_twin, pareto_rows, plan_table
+from optmap.errors import OptmapError
+from optmap.problem import build_problem
 from optmap.run import solve
 from optmap.search import Budget, Evaluator, pareto_mask
 
@@ -84,6 +86,43 @@ def test_budget_caps_the_plans_scored():
     everything = solve(p)
     assert result.evaluations == 2000 < everything.evaluations and result.stopped == "budget"
     assert result.values["time"] >= everything.values["time"]
+
+
+def test_without_a_budget_every_valid_plan_is_scored():
+    # a problem file with no [search] budget (issue 25's shape): the exhaustive engine's own default has
+    # no evaluation limit, so it scores all 31,605 valid plans of Llama-3-70B-like FP8 on 64 H100s
+    # instead of stopping at the core's 20,000 (whose first plans missed the optimum)
+    p = build_problem({
+        "workload": {"model": "transformer", "kind": "decoder-only", "layers": 80, "d_model": 8192, "heads": 64,
+                     "head_dim": 128,
+                     "d_ff": 28672, "kv_heads": 8, "vocab": 128256, "seq_len": 8192, "gated_mlp": True,
+                     "tied_output": False, "bias": False, "batch": 128, "dtype": "fp8"},
+        "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 64}]},
+        "cost": {"model": "megatron-3d"}, "search": {"engine": "megatron-3d"}})
+    assert p.search.budget == Budget()  # unset
+    result = solve(p)
+    assert result.stopped == "complete" and result.evaluations == result.extra["valid_plans"] > 20_000
+    capped = solve(p, budget=Budget(evaluations=20_000))
+    assert capped.stopped == "budget" and capped.values["time"] > result.values["time"]
+
+
+def test_nothing_fits_names_the_plan_closest_to_fitting():
+    # 80 layers of 128 experts (d_ff 1,536) on 64 H100s: 387 B parameters at 18 bytes over at most 64
+    # expert ranks is ~100 GiB per GPU whatever the plan; the error names the least memory of all the
+    # valid plans (not the first one scored) and that offloading was not searched
+    p = build_problem({
+        "workload": {"model": "transformer", "kind": "decoder-only", "layers": 80, "d_model": 8192, "heads": 64,
+                     "head_dim": 128,
+                     "d_ff": 28672, "kv_heads": 8, "vocab": 128256, "seq_len": 8192, "gated_mlp": True,
+                     "batch": 128, "dtype": "fp8", "moe": {"experts": 128, "top_k": 8, "d_ff": 1536}},
+        "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 64}]},
+        "cost": {"model": "megatron-3d"}, "search": {"engine": "megatron-3d"}})
+    with pytest.raises(OptmapError) as err:
+        solve(p)
+    need = float(str(err.value).split("needs ")[1].split(" GiB")[0])
+    experts = 80 * 128 * 3 * 8192 * 1536  # routed expert parameters, 18 bytes each over 64 ranks at most
+    assert experts * 18 / 64 / 2**30 < need < 1.2 * experts * 18 / 64 / 2**30
+    assert "offloading was not searched" in str(err.value)
 
 
 def test_several_objectives_give_the_pareto_front():
