@@ -247,7 +247,9 @@ class Megatron3DSearch(SearchEngine):
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:
+        """The rule the pinned plan breaks when every shape decision is pinned (the switches cannot
+        make a shape valid), else the general advice."""
         space = evaluator.space
-        if len(space.pinned) == len(space.variables):
+        if set(SHAPE) <= set(space.pinned):
             return model.evaluate(space.decode(space.lower)).reason
         return "relax a pin or change the GPU count or batch"

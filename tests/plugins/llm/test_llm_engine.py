@@ -125,6 +125,18 @@ def test_nothing_fits_names_the_plan_closest_to_fitting():
     assert "offloading was not searched" in str(err.value)
 
 
+def test_a_pinned_invalid_shape_names_the_rule_it_breaks():
+    # GPT-3 175B (96 layers) on 64 GPUs: pipeline 8 × interleaving 7 = 56 chunks divide neither 96 nor
+    # 98 layers; every shape decision pinned, so the engine says which rule, not a general hint
+    p = problem()
+    pins = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
+            "interleaving": 7, "context_parallel": 1, "expert_parallel": 1}
+    with pytest.raises(OptmapError, match="56 model chunks cannot split 96 layers"):
+        solve(dataclasses.replace(p, fixed=pins))
+    with pytest.raises(OptmapError, match="relax a pin"):  # data_parallel left free: no single rule to name
+        solve(dataclasses.replace(p, fixed={k: v for k, v in pins.items() if k != "data_parallel"}))
+
+
 def test_several_objectives_give_the_pareto_front():
     # (the O(n²) reference is slow: issue 25's context parallelism and offloading are left out here)
     p = problem(preset="megatron-22b", gpus=16, batch=16, max_microbatch=4, max_interleaving=4,
