@@ -27,7 +27,7 @@ from optmap.errors import OptmapError
 from optmap.search import Budget, Evaluator, SearchEngine
 from optmap.search.budget import DEFAULT_SECONDS
 
-from . import stages
+from . import memory, offload, stages
 from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
 
 SHAPE = (*DECISIONS[:5], "context_parallel", "expert_parallel")  # tensor, pipeline, data, micro-batch,
@@ -199,6 +199,24 @@ class Grid:
         return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
 
 
+def describe(model: Megatron3DCostModel, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
+    """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""
+    rows = []
+    for i in range(len(values["tensor_parallel"])):
+        rows.append({"rank": i + 1, "tensor": int(values["tensor_parallel"][i]),
+                     "pipeline": int(values["pipeline_parallel"][i]), "data": int(values["data_parallel"][i]),
+                     "micro-batch": int(values["microbatch_size"][i]),
+                     "interleaving": int(values["interleaving"][i]),
+                     "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
+                     "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
+                     "dp overlap": bool(values["dp_overlap"][i]), "cp": int(values["context_parallel"][i]),
+                     **({"expert": int(values["expert_parallel"][i])} if model.config.moe else {}),
+                     "fsdp": bool(values["fsdp"][i]), "offload": offload.OFFLOAD[int(values["offload"][i])],
+                     "time s": float(cols["time"][i]),
+                     "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
+    return rows
+
+
 class Megatron3DSearch(SearchEngine):
     """Exhaustive vectorised search of the megatron-3d formulation (a proven optimum)."""
 
@@ -242,7 +260,7 @@ class Megatron3DSearch(SearchEngine):
             closest = f"the closest: {report.reason}" if report.reason else "every plan breaks a [constraints] limit"
             raise OptmapError(f"none of the {n:,} valid plans is feasible; {closest}")
         model.ranking = (tuple(grid.vectors(best[:1])[0]),
-                         model.describe(grid.decisions(best), grid.columns(best, ("time", "throughput", "memory_gib"))))
+                         describe(model, grid.decisions(best), grid.columns(best, ("time", "throughput", "memory_gib"))))
         return extra
 
     @staticmethod

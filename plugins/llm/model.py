@@ -383,23 +383,6 @@ class Megatron3DCostModel(CostModel):
     def _reason(self, plan: dict, cols: dict) -> str:
         return reasons.why_not(self, plan, cols["memory_gib"], cols["memory_host"] / GIB)
 
-    def describe(self, values: dict[str, np.ndarray], cols: dict[str, np.ndarray]) -> list[dict]:
-        """Rows of table ``top_plans`` for plans given as decision arrays and their score columns."""
-        rows = []
-        for i in range(len(values["tensor_parallel"])):
-            rows.append({"rank": i + 1, "tensor": int(values["tensor_parallel"][i]),
-                         "pipeline": int(values["pipeline_parallel"][i]), "data": int(values["data_parallel"][i]),
-                         "micro-batch": int(values["microbatch_size"][i]),
-                         "interleaving": int(values["interleaving"][i]),
-                         "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
-                         "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
-                         "dp overlap": bool(values["dp_overlap"][i]), "cp": int(values["context_parallel"][i]),
-                         **({"expert": int(values["expert_parallel"][i])} if self.config.moe else {}),
-                         "fsdp": bool(values["fsdp"][i]), "offload": offload.OFFLOAD[int(values["offload"][i])],
-                         "time s": float(cols["time"][i]),
-                         "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
-        return rows
-
     export_targets = launch.TARGETS
 
     def export(self, plan: dict, target: str) -> tuple[str, list[str]]:
