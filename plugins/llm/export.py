@@ -129,6 +129,8 @@ def _moe_flags(model) -> list[tuple[str, object]]:
         ("--num-experts", moe.experts), ("--moe-router-topk", moe.top_k), ("--moe-ffn-hidden-size", moe.d_ff),
         ("--expert-tensor-parallel-size", int(model.options.expert_tensor_parallel)),
         ("--moe-token-dispatcher-type", "alltoall"), ("--moe-grouped-gemm", None)]
+    if model.options.moe_a2a_overlap:  # the priced overlap (:func:`.moe.overlapped`); Megatron needs both
+        flags += [("--overlap-moe-expert-parallel-comm", None), ("--delay-wgrad-compute", None)]
     if moe.shared_experts:  # their summed width (Megatron-Core's TransformerConfig)
         flags.append(("--moe-shared-expert-intermediate-size", moe.shared_width))
     if moe.dense_layers:  # 0 = dense MLP, 1 = MoE, per layer

@@ -76,4 +76,5 @@ class Options:
     host_memory: float = np.inf  # bytes of host memory per GPU for what it offloads (:mod:`.offload`)
     fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
     expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
+    moe_a2a_overlap: bool = False  # expert all-to-alls beside another micro-batch's compute (:mod:`.moe`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)

@@ -110,6 +110,7 @@ class Megatron3DCostModel(CostModel):
         uneven_stages: Literal["balanced", "any", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
+        moe_a2a_overlap: bool = False,
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
         max_context_parallel: ints(1, 65536) | None = None,
@@ -151,8 +152,9 @@ class Megatron3DCostModel(CostModel):
         e.g. ``offload = ["none", "optimizer", "activations", "both"]``);
         mixture-of-experts models (:mod:`.moe`): ``expert_tensor_parallel`` ranks split each
         expert's width (Megatron-Core ``--expert-tensor-parallel-size``; 1, as its MoE guide
-        recommends for fine-grained experts) and ``moe_load_imbalance`` (>= 1) the busiest expert
-        rank's tokens over the balanced share (1: balanced routing)."""
+        recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest expert
+        rank's tokens over the balanced share (1: balanced routing) and ``moe_a2a_overlap`` the
+        all-to-alls beside another micro-batch's compute (``--overlap-moe-expert-parallel-comm``)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -241,7 +243,7 @@ class Megatron3DCostModel(CostModel):
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),
-                                      moe_load_imbalance=float(moe_load_imbalance))
+                                      moe_load_imbalance=float(moe_load_imbalance), moe_a2a_overlap=moe_a2a_overlap)
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((

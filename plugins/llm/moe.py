@@ -160,6 +160,20 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp
     return 2.0 * once + again  # forward and backward (+ the recomputed forward)
 
 
+def overlapped(exchange, compute, p, v, m) -> np.ndarray:
+    """Exposed seconds of a layer's token exchange with Megatron-Core's expert-parallel all-to-all
+    overlap (cost option ``moe_a2a_overlap``, ``--overlap-moe-expert-parallel-comm``; Megatron-Core
+    MoE guide: "merging FWD-BWD passes of adjacent micro-batches"): in the schedule's steady state
+    one micro-batch's dispatch and combine run beside another's computation of the layer, hiding up
+    to that ``compute``; the warm-up chunks run alone (Megatron-Core ``schedules.py``, first stage:
+    ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least the first forward)."""
+    p, v = np.asarray(p, float), np.asarray(v, float)
+    chunks = np.asarray(m, float) * v
+    warm = np.where(v > 1, (p - 1.0) * 2.0 + (v - 1.0) * p, np.maximum(p - 1.0, 1.0))
+    paired = np.maximum(0.0, chunks - warm) / chunks
+    return exchange - paired * np.minimum(exchange, compute)
+
+
 def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_bytes: float,
                        fused_swiglu: bool = False) -> np.ndarray:
     """Bytes one MoE layer keeps per micro-batch for its routed experts: the router's fp32

@@ -194,6 +194,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
         cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)
+    if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
+        ep_layer = moe.overlapped(ep_layer, f_layer + b_layer, p, v, m)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
     cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
     dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t

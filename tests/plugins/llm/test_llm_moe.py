@@ -190,6 +190,23 @@ def test_imbalance_slows_the_busiest_rank():
         problem(moe_load_imbalance=0.5)
 
 
+def test_all_to_all_overlap_by_hand():
+    # the schedule's warm-up: pipeline 4 without interleaving runs p - 1 = 3 of its 16 micro-batches
+    # (256 / 16) alone; the other 13 hide their dispatch and combine behind another micro-batch's
+    # layer compute (up to it). Interleaved (v 2): (4-1)·2 + (2-1)·4 = 10 of 32 chunks alone
+    assert float(moe.overlapped(1.0, 5.0, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16)
+    assert float(moe.overlapped(1.0, 0.25, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.25)
+    assert float(moe.overlapped(1.0, 5.0, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
+    assert float(moe.overlapped(1.0, 5.0, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
+    # in a plan: Mixtral on 64 H100s, pipeline 4 (plan()); only the expert exchange changes, and the
+    # pipeline bubble with it (a shorter stage)
+    off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan()) for x in (False, True))
+    assert on["ep_comm_s"] < off["ep_comm_s"] and on["forward_s"] == off["forward_s"]
+    assert on["bubble_s"] < off["bubble_s"]
+    assert on["time"] == pytest.approx(off["time"] - (off["ep_comm_s"] - on["ep_comm_s"])
+                                       - (off["bubble_s"] - on["bubble_s"]), rel=1e-9)
+
+
 def test_model_flops_count_active_parameters():
     # MFU's numerator is 3 × the forward FLOPs, which follow the active weights. Mixtral per token and
     # layer, forward: 2 × (41,943,040 attention weights + 32,768 router weights + 2 experts of
@@ -235,6 +252,12 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
                  "--moe-shared-expert-intermediate-size 2048", "--moe-layer-freq '([0]*1+[1]*31)'",
                  "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"):
         assert want in flags, want
+    assert "--overlap-moe-expert-parallel-comm" not in flags  # not priced, not written
+    assert main(["run", str(path), *fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    overlap = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
+    assert "--overlap-moe-expert-parallel-comm" in overlap and "--delay-wgrad-compute" in overlap
     assert main(["export", str(out), "--to", "deepspeed", "--out", str(tmp_path / "ds.json")]) == 0
     err = capsys.readouterr().err
     assert "deepspeed.moe.layer.MoE(hidden_size=4096, num_experts=8, ep_size=8, k=2)" in err
