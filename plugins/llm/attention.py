@@ -33,9 +33,9 @@ FORWARD_PRODUCTS = 2.0  # QKᵀ and PV
 
 def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused") -> tuple[np.ndarray, np.ndarray]:
     """(forward, backward) seconds of one layer's attention core on one tensor-parallel rank."""
-    s, dh = cfg.seq_len, cfg.head_dim
+    s, dq, dv = cfg.seq_len, cfg.q_head_dim, cfg.v_head_dim  # head_dim both, unless latent attention
     heads = np.asarray(b, float) * cfg.heads / np.asarray(t, float)
-    scores, context = dev.gemm_times(s, s, dh, batch=heads), dev.gemm_times(s, dh, s, batch=heads)  # QKᵀ, ·V
+    scores, context = dev.gemm_times(s, s, dq, batch=heads), dev.gemm_times(s, dv, s, batch=heads)  # QKᵀ, ·V
     if attention == "flash":
         causal = 0.5 if cfg.causal else 1.0  # FA-2 §3.1.1: blocks above the diagonal are skipped
         forward = causal * (scores[0] + context[0])
@@ -46,6 +46,7 @@ def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused") ->
 
 def recomputed_core_flops(cfg: TransformerConfig, attention: str = "unfused") -> float:
     """FLOPs per sample and layer that selective recomputation runs again: the core's two
-    products, ``4·s²·inner`` (Korthikanti §5), halved by a causal flash kernel (FA-2 §3.1.1)."""
+    products, ``4·s²·inner`` (Korthikanti §5; over the query and value widths per head with latent
+    attention), halved by a causal flash kernel (FA-2 §3.1.1)."""
     causal = 0.5 if attention == "flash" and cfg.causal else 1.0
-    return causal * 4.0 * cfg.seq_len**2 * cfg.inner
+    return causal * 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)

@@ -35,8 +35,9 @@ def tokens_per_rank(b, cp) -> np.ndarray:
 
 
 def ring_step_bytes(cfg: TransformerConfig, b, t, cp) -> np.ndarray:
-    """Bytes one rank sends per forward ring step: its K and V blocks, ``2·2·b·(s/cp)·kv_inner/t``."""
-    return 2.0 * ACT_BYTES * np.asarray(b, float) * cfg.seq_len / np.asarray(cp, float) * cfg.kv_inner \
+    """Bytes one rank sends per forward ring step: its K and V blocks, ``2·2·b·(s/cp)·kv_inner/t``
+    (the up-projected keys and values of every head with latent attention)."""
+    return ACT_BYTES * np.asarray(b, float) * cfg.seq_len / np.asarray(cp, float) * sum(cfg.qkv_widths[1:]) \
         / np.asarray(t, float)
 
 

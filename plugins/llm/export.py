@@ -109,6 +109,10 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
              ("--num-attention-heads", cfg.heads), ("--kv-channels", cfg.head_dim), ("--seq-length", cfg.seq_len)]
     if cfg.kv_heads is not None and cfg.kv_heads != cfg.heads:
         args += [("--group-query-attention", None), ("--num-query-groups", cfg.kv_heads)]
+    if cfg.mla is not None:  # Megatron-LM's latent-attention arguments (--q-lora-rank absent: no query latent)
+        args += [("--multi-latent-attention", None), ("--kv-lora-rank", cfg.mla.kv_lora_rank),
+                 ("--qk-head-dim", cfg.head_dim), ("--qk-pos-emb-head-dim", cfg.mla.rope_head_dim),
+                 ("--v-head-dim", cfg.v_head_dim)] + ([("--q-lora-rank", cfg.mla.q_lora_rank)] if cfg.mla.q_lora_rank else [])
     if cfg.gated_mlp:
         args.append(("--swiglu", None))
     if not cfg.tied_output:

@@ -35,8 +35,10 @@ Sources (each row names its own):
 Left out, with the reason: the long-sequence tables of NeMo (``performance_long_sequence.md``)
 give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
 published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
-either, on Meta's RoCE cluster rather than DGX; DeepSeek-V3 (latent attention) and GPT-OSS
-(sliding-window attention with sinks) have no ``transformer`` workload form; the Bridge 25.09
+either, on Meta's RoCE cluster rather than DGX; DeepSeek-V3's published layouts (pipeline ×
+interleaving chunks dividing neither its 61 layers nor 63) need Megatron-Core's explicit pipeline
+layout, which :mod:`.stages` does not model, and GPT-OSS (sliding-window attention with sinks) has
+no ``transformer`` workload form; the Bridge 25.09
 section states no precision; GB300 / B300 / NVFP4 rows have no system or recipe here. The Bridge
 current page's H100 Qwen3-235B row of 25.11 is garbled (a missing GBS); the archive's is used.
 

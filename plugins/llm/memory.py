@@ -57,12 +57,16 @@ def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0, attent
     b = np.asarray(b, dtype=float)
     s, h, a = cfg.seq_len, cfg.d_model, cfg.heads
     g = gemm_input_bytes
-    replicated = (4.0 + 2.0 * g + 2.0) * s * b * h  # LayerNorm inputs, outputs (GEMM inputs), dropout masks
+    # LayerNorm inputs, outputs (GEMM inputs), dropout masks; latent attention's compressed latents
+    # (the up-projections' inputs, kept per rank's tokens as sequence parallelism splits them)
+    latent = 0.0 if cfg.mla is None else g * s * b * (cfg.mla.q_lora_rank + cfg.mla.kv_lora_rank)
+    replicated = (4.0 + 2.0 * g + 2.0) * s * b * h + latent
     mlp = mlp_bytes(cfg, cfg.d_ff, s, g, b, fused_swiglu)
     if cfg.moe is not None:  # MoE layers: only shared experts are a tensor-parallel MLP (:mod:`.moe`)
         share = cfg.moe_layers / cfg.layers
         mlp = (1.0 - share) * mlp + share * mlp_bytes(cfg, cfg.moe.shared_width, s, g, b, fused_swiglu)
-    sharded = 2.0 * s * b * (cfg.inner + 2 * cfg.kv_inner) + g * s * b * cfg.inner + mlp
+    q, k, v = cfg.qkv_widths
+    sharded = 2.0 * s * b * (q + k + v) + g * s * b * cfg.heads * cfg.v_head_dim + mlp  # Q, K, V, projection input
     scores = 4.0 * a * s * b if attention == "flash" else 5.0 * a * s * s * b  # FA-2 log-sum-exp; Korthikanti
     return replicated, sharded, scores
 

@@ -80,10 +80,15 @@ def cast_bytes(cfg, tokens, t, dense_mlp: bool = True) -> tuple:
     gradient (read 2, write 1 + 1 bytes per element), except the QKV and MLP-in inputs, which the
     fused LayerNorm already writes in FP8 (their transpose only: read 1, write 1); backward, each
     output gradient is cast and transposed (read 2, write 1 + 1). ``dense_mlp`` False leaves out the
-    MLP (a MoE layer's experts, :mod:`.moe`)."""
-    h, qkv_out = cfg.d_model, (cfg.inner + 2 * cfg.kv_inner) / t
-    forward = TRANSPOSE * h + CAST_TRANSPOSE * cfg.inner / t  # QKV input transpose; projection input cast
-    backward = CAST_TRANSPOSE * (qkv_out + h)  # QKV and projection output gradients
+    MLP (a MoE layer's experts, :mod:`.moe`). The attention's linears are ``cfg.attention_linears()``:
+    those reading the normalised input share its transpose; the others cast their inputs (latent
+    attention's up-projections read the compressed latents); split tensors count 1/t."""
+    h = cfg.d_model
+    forward, backward = TRANSPOSE * h, 0.0  # the normalised input, written in FP8: its transpose
+    for _, n_in, n_out, split in cfg.attention_linears():
+        if n_in != h or split == "row":  # the projection's input, latent attention's latents
+            forward += CAST_TRANSPOSE * n_in / (t if split == "row" else 1.0)
+        backward += CAST_TRANSPOSE * n_out / (1.0 if split == "row" else t)  # every output gradient
     if dense_mlp:
         forward += TRANSPOSE * h + CAST_TRANSPOSE * cfg.d_ff / t  # MLP-in input transpose; MLP-out input cast
         backward += CAST_TRANSPOSE * (cfg.mlp_in / t + h)

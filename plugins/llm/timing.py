@@ -99,6 +99,22 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
+def attention_gemms(cfg: TransformerConfig, lin: Device, tok, t, sp) -> tuple[tuple, tuple]:
+    """(forward, backward) seconds of the attention's input linears and of its output projection
+    on one tensor-parallel rank (``cfg.attention_linears()``): column-parallel ones over the heads,
+    the row-parallel output over its input, and latent attention's duplicated down-projections on
+    the rank's own tokens (``s/t`` with sequence parallelism, Megatron-Core's ``duplicated`` TELinear)."""
+    inputs, output = (0.0, 0.0), (0.0, 0.0)
+    for _, n_in, n_out, split in cfg.attention_linears():
+        if split == "row":
+            output = lin.gemm_times(tok, n_out, n_in / t)
+            continue
+        rows = tok / np.where(np.asarray(sp, bool), t, 1.0) if split == "duplicated" else tok
+        f, b = lin.gemm_times(rows, n_out / t if split == "column" else n_out, n_in)
+        inputs = (inputs[0] + f, inputs[1] + b)
+    return inputs, output
+
+
 def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None,
                   ep=1.0, opts: Options = Options()) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
@@ -115,8 +131,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     s, h = cfg.seq_len, cfg.d_model
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    qkv = lin.gemm_times(tok, (cfg.inner + 2 * cfg.kv_inner) / t, h)  # column-parallel
-    proj = lin.gemm_times(tok, h, cfg.inner / t)  # row-parallel
+    qkv, proj = attention_gemms(cfg, lin, tok, t, sp)
     if cfg.moe is None:
         mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
         mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
@@ -144,28 +159,33 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
                   opts: Options, lin: Device) -> np.ndarray:
     """Exposed tensor-parallel communication seconds of one layer: forward + backward (+ recompute);
-    ``lin`` prices the linear GEMMs (chunked with ``tp_comm_overlap``)."""
-    n = ACT_BYTES * np.asarray(b, float) * cfg.seq_len * cfg.d_model  # [b, s, h] in 16 bits
-    ar = coll.allreduce(n, t, bw, lat)  # Megatron f / g operators
-    ag = coll.allgather(n, t, bw, lat)
-    rs = coll.reduce_scatter(n, t, bw, lat)
+    ``lin`` prices the linear GEMMs (chunked with ``tp_comm_overlap``). Each block's input
+    collectives carry what its column-parallel linears read (``cfg.attention_input_width`` for the
+    attention: ``d_model``, or latent attention's compressed latents), its output ones ``[b, s, h]``."""
+    def collectives(width):  # all-reduce, all-gather, reduce-scatter of [b, s, width] in 16 bits
+        n = ACT_BYTES * np.asarray(b, float) * cfg.seq_len * width
+        return coll.allreduce(n, t, bw, lat), coll.allgather(n, t, bw, lat), coll.reduce_scatter(n, t, bw, lat)
+
+    ar, ag, rs = collectives(cfg.d_model)  # Megatron f / g operators
+    ar_in, ag_in, rs_in = collectives(cfg.attention_input_width) if cfg.mla is not None else (ar, ag, rs)
     sp = np.asarray(sp, bool)
     mlp = moe.tensor_parallel_mlp_share(cfg)  # 1 (dense): the MLP has its own f and g operators
     blocks = 1.0 + mlp  # attention, and the MLP where it is tensor-parallel (routed experts are not)
-    fwd = np.where(sp, blocks * (ag + rs), blocks * ar)
-    redo = ag if opts.sp_gather_redo else 0.0
+    fwd = np.where(sp, ag_in + rs + mlp * (ag + rs), blocks * ar)
+    redo, redo_in = (ag, ag_in) if opts.sp_gather_redo else (0.0, 0.0)
     row_gather = blocks * ag  # row-parallel backward: the output gradient's all-gather before its GEMM
     if opts.tp_comm_overlap:  # with sp, the collectives chunked beside their GEMMs (:mod:`.userbuffers`)
         ub_fwd, ub_bwd = userbuffers.exposed(cfg, lin, np.asarray(b, float) * cfg.seq_len, t, ag, rs)
-        fwd, row_gather = np.where(sp, ub_fwd, fwd), np.where(sp, ub_bwd, row_gather)
+        whole = (ag_in + rs, ag) if cfg.mla is not None else (0.0, 0.0)  # latent attention: not chunked
+        fwd, row_gather = np.where(sp, ub_fwd + whole[0], fwd), np.where(sp, ub_bwd + whole[1], row_gather)
     if opts.tp_overlap:  # each column-parallel layer: AR (sp: RS) beside its weight-gradient GEMM,
         hidden = 0.0  # the re-gather beside its input-gradient GEMM (each half of its backward)
-        for gemm, share in ((lt.qkv / 2.0, 1.0), (lt.mlp_in / 2.0, mlp)):
-            hidden = hidden + share * np.where(sp, np.maximum(0.0, rs - gemm) + np.maximum(0.0, redo - gemm),
-                                               np.maximum(0.0, ar - gemm))
+        for gemm, share, (a, r, g) in ((lt.qkv / 2.0, 1.0, (ar_in, rs_in, redo_in)), (lt.mlp_in / 2.0, mlp, (ar, rs, redo))):
+            hidden = hidden + share * np.where(sp, np.maximum(0.0, r - gemm) + np.maximum(0.0, g - gemm),
+                                               np.maximum(0.0, a - gemm))
         bwd = np.where(sp, row_gather, 0.0) + hidden
     else:
-        bwd = np.where(sp, blocks * (ag + rs + redo), blocks * ar)
+        bwd = np.where(sp, blocks * ag + rs_in + redo_in + mlp * (rs + redo), ar_in + mlp * ar)
     again = np.where(np.asarray(recompute) == memory.FULL, fwd, 0.0)
     return np.where(t > 1, fwd + bwd + again, 0.0)
 

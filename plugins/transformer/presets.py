@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from optmap.workload.mla import MLAConfig
 from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, megatron_gpt
 
@@ -129,24 +130,28 @@ QWEN3_30B_A3B = _moe("qwen3-30b-a3b", 48, 2048, 32, 128, 4, 6144, 151936, MoECon
 # 12288 (unused), moe_intermediate_size 1536, 128 experts, top-8, vocab 151936 (235B / 22B active).
 QWEN3_235B_A22B = _moe("qwen3-235b-a22b", 94, 4096, 64, 128, 4, 12288, 151936, MoEConfig(128, 8, 1536))
 
+# deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: 61 layers, dim 7168, 128 heads,
+# q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128
+# (multi-head latent attention), inter_dim 18432 for the first n_dense_layers 3, then 256 routed
+# experts of moe_inter_dim 2048 with 8 activated and 1 shared, vocab 129280, untied, RMSNorm. The
+# multi-token-prediction module (DeepSeek-V3 §2.2, 14B of the published 685B) is not part of it:
+# 671B total, 37B activated (DeepSeek-V3 Technical Report, abstract).
+DEEPSEEK_V3 = TransformerConfig(name="deepseek-v3", kind="decoder-only", layers=61, d_model=7168, heads=128,
+                                head_dim=128, d_ff=18432, seq_len=4096, vocab=129280, bias=False, norm_params=1,
+                                final_norm=True, tied_output=False, gated_mlp=True,
+                                moe=MoEConfig(256, 8, 2048, shared_experts=1, shared_d_ff=2048, dense_layers=3),
+                                mla=MLAConfig(kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, v_head_dim=128))
+
 PRESETS: dict[str, TransformerConfig] = {
     c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
                         GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL,
                         MEGATRON_22B, GPT3_175B, TURING_530B, MEGATRON_1T,
                         LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B, LLAMA31_405B,
                         GPT3_5B, GPT3_20B, NEMOTRON4_340B,
-                        MIXTRAL_8X7B, MIXTRAL_8X22B, QWEN3_30B_A3B, QWEN3_235B_A22B)
+                        MIXTRAL_8X7B, MIXTRAL_8X22B, QWEN3_30B_A3B, QWEN3_235B_A22B, DEEPSEEK_V3)
 }
 
 # Presets refused with a reason (one line): architectures this model does not represent honestly.
-# DeepSeek-V3's MoE sizes (deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json): 256 routed
-# experts of moe_inter_dim 2048, 8 activated, 1 shared, the first 3 layers dense.
-REFUSED = {
-    "deepseek-v3": "DeepSeek-V3's multi-head latent attention (low-rank compressed keys and values) is not "
-                   "modelled; give its sizes explicitly with [workload.moe] (experts = 256, top_k = 8, d_ff = 2048, "
-                   "shared_experts = 1, shared_d_ff = 2048, dense_layers = 3) to plan it as grouped-query attention, "
-                   "or plan qwen3-235b-a22b",
-}
 
 
 def preset(name: str, **overrides) -> TransformerConfig:

@@ -47,37 +47,50 @@ from typing import Literal
 from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
+from optmap.workload.general_ops import COPY
+from optmap.workload.mla import MLAConfig
 from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, TransformerWorkload
 
 from .ops import MUL
-from .presets import PRESETS, REFUSED
+from .presets import PRESETS
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
            "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
 _MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers")
-_MOE_REQUIRED = ("experts", "top_k", "d_ff")
+_MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
+
+
+def _table(name: str, table: dict, base, keys: tuple[str, ...], required: dict[str, str], kind: type):
+    """A ``[workload.NAME]`` table of non-negative integers as a ``kind`` config, over the preset's."""
+    for key, value in table.items():
+        if key not in keys:
+            raise OptmapError(f"[workload.{name}]: unknown key '{key}'{did_you_mean(key, keys)}; valid keys: "
+                              f"{', '.join(keys)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise OptmapError(f"[workload.{name}] {key} must be a non-negative integer, got {value!r}")
+    given = {**(base.__dict__ if base else {}), **table}
+    missing = [key for key in required if key not in given]
+    if missing:
+        raise OptmapError(f"[workload.{name}]: give {', '.join(missing)} "
+                          f"({', '.join(required[key] for key in missing)})")
+    try:
+        return kind(**given)
+    except ValueError as exc:
+        raise OptmapError(f"[workload.{name}] {str(exc).removeprefix(f'{name}: ')}") from None
 
 
 def _moe(table: dict, base: MoEConfig | None) -> MoEConfig:
     """The ``[workload.moe]`` table as a :class:`MoEConfig`, over the preset's when it has one."""
-    for key, value in table.items():
-        if key not in _MOE_KEYS:
-            raise OptmapError(f"[workload.moe]: unknown key '{key}'{did_you_mean(key, _MOE_KEYS)}; valid keys: "
-                              f"{', '.join(_MOE_KEYS)}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise OptmapError(f"[workload.moe] {key} must be a non-negative integer, got {value!r}")
-    given = {**(base.__dict__ if base else {}), **table}
-    missing = [key for key in _MOE_REQUIRED if key not in given]
-    if missing:
-        raise OptmapError(f"[workload.moe]: give {', '.join(missing)} (experts per layer, experts per token, "
-                          f"each expert's MLP width)")
-    try:
-        return MoEConfig(**given)
-    except ValueError as exc:
-        raise OptmapError(f"[workload.moe] {str(exc).removeprefix('moe: ')}") from None
+    return _table("moe", table, base, _MOE_KEYS, {"experts": "experts per layer", "top_k": "experts per token",
+                                                  "d_ff": "each expert's MLP width"}, MoEConfig)
+
+
+def _mla(table: dict, base: MLAConfig | None) -> MLAConfig:
+    """The ``[workload.mla]`` table as an :class:`MLAConfig`, over the preset's when it has one."""
+    return _table("mla", table, base, _MLA_KEYS, {"kv_lora_rank": "the compressed key-value width"}, MLAConfig)
 
 
 def _repeat(b: WorkloadBuilder, x: str, times: int, name: str) -> str:
@@ -105,6 +118,32 @@ def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, kv_inner: in
     o = b.linear(c, d, bias=bias, name=f"{prefix}.out")
     y = b.add(x, o, name=f"{prefix}.residual")
     return y if pre_ln else b.layernorm(y, name=f"{prefix}.norm")
+
+
+def _latent_attention(b: WorkloadBuilder, x: str, prefix: str, cfg: TransformerConfig) -> str:
+    """One multi-head latent attention block (:mod:`optmap.workload.mla`; pre-LN): the compressed
+    query and key-value latents, their up-projections (keys and values as two linears of the same
+    FLOPs as the one ``kv_up``), the shared rotary key copied to every head (a ``copy``, no FLOPs),
+    then Eq. 1 over ``q_head_dim`` and ``v_head_dim`` per head."""
+    mla, heads = cfg.mla, cfg.heads
+    h = b.layernorm(x, name=f"{prefix}.norm")
+    if mla.q_lora_rank:
+        c_q = b.layernorm(b.linear(h, mla.q_lora_rank, bias=False, name=f"{prefix}.q_down"), name=f"{prefix}.q_norm")
+        q = b.linear(c_q, heads * cfg.q_head_dim, bias=False, name=f"{prefix}.q_up")
+    else:
+        q = b.linear(h, heads * cfg.q_head_dim, bias=False, name=f"{prefix}.q")
+    c_kv = b.layernorm(b.linear(h, mla.kv_lora_rank, bias=False, name=f"{prefix}.kv_down"), name=f"{prefix}.kv_norm")
+    k = b.linear(c_kv, heads * cfg.head_dim, bias=False, name=f"{prefix}.k_up")
+    v = b.linear(c_kv, heads * cfg.v_head_dim, bias=False, name=f"{prefix}.v_up")
+    if mla.rope_head_dim:
+        rope = b.linear(h, mla.rope_head_dim, bias=False, name=f"{prefix}.k_rope")
+        shared = b.op(COPY, rope, (cfg.seq_len, heads * mla.rope_head_dim), name=f"{prefix}.k_rope_expand")
+        k = b.concat(k, shared, axis=-1, name=f"{prefix}.k")
+    s = b.matmul(q, k, transpose_b=True, name=f"{prefix}.scores")  # Eq. 1: Q·Kᵀ (heads folded)
+    p = b.activation(s, "softmax", name=f"{prefix}.softmax")
+    c = b.matmul(p, v, name=f"{prefix}.context")  # Eq. 1: softmax(·)·V
+    o = b.linear(c, cfg.d_model, bias=False, name=f"{prefix}.out")
+    return b.add(x, o, name=f"{prefix}.residual")
 
 
 def _mlp(b: WorkloadBuilder, n: str, prefix: str, d_ff: int, bias: bool, activation: str, gated: bool,
@@ -163,6 +202,8 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
                 x = _moe_ffn(b, x, blk.name, cfg, pre_ln, act)
             elif blk.kind == "ffn":
                 x = _ffn(b, x, blk.name, cfg.d_ff, pre_ln, cfg.bias, act, cfg.gated_mlp)
+            elif cfg.mla is not None:
+                x = _latent_attention(b, x, blk.name, cfg)
             else:
                 x = _attention(b, x, blk.name, inner, cfg.kv_inner, pre_ln, cfg.bias,
                                memory if blk.kind == "cross_attn" else None)
@@ -188,8 +229,6 @@ def build(cfg: TransformerConfig, batch: int, dtype: str = "fp32", phase: str = 
 
 def _config(preset: str | None, given: dict) -> TransformerConfig:
     if preset is not None:
-        if preset in REFUSED:
-            raise OptmapError(f"transformer: preset '{preset}' is not available: {REFUSED[preset]}")
         if preset not in PRESETS:
             raise OptmapError(f"unknown transformer preset '{preset}'{did_you_mean(preset, PRESETS)}")
         base = PRESETS[preset]
@@ -239,6 +278,7 @@ def transformer(
     tied_output: bool | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
     moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
+    mla: dict[str, ints(0, MAX_DIMENSION)] | None = None,
 ) -> TransformerWorkload:
     """Transformer stack (encoder, decoder, decoder-only, encoder-decoder) from a preset or explicit sizes.
 
@@ -257,7 +297,10 @@ def transformer(
     ``[workload.moe]`` table: ``experts``, ``top_k``, ``d_ff`` per expert, ``shared_experts``,
     ``shared_d_ff`` per shared expert, ``dense_layers`` leading dense layers;
     :mod:`optmap.workload.moe`) makes the MLPs mixtures of experts, or overrides a MoE preset's
-    keys. ``deepseek-v3`` is refused: its multi-head latent attention is not modelled.
+    keys. ``mla`` (the ``[workload.mla]`` table: ``kv_lora_rank``, ``q_lora_rank``,
+    ``rope_head_dim``, ``v_head_dim``; :mod:`optmap.workload.mla`) gives decoder-only layers
+    multi-head latent attention, as the ``deepseek-v3`` preset has (``head_dim`` is then the
+    per-head key width without the rotary part).
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():
@@ -266,6 +309,8 @@ def transformer(
     if moe is not None:
         base = PRESETS[preset].moe if preset in PRESETS else None
         given["moe"] = _moe(moe, base)
+    if mla is not None:
+        given["mla"] = _mla(mla, PRESETS[preset].mla if preset in PRESETS else None)
     try:
         cfg = _config(preset, given)
     except ValueError as exc:

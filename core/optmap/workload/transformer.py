@@ -48,8 +48,10 @@ from typing import Literal
 
 import numpy as np
 
+from optmap.workload import mla as latent
 from optmap.workload import moe as moe_mlp
 from optmap.workload.graph import Workload
+from optmap.workload.mla import MLAConfig
 from optmap.workload.moe import MoEConfig
 
 Kind = Literal["encoder", "decoder", "decoder-only", "encoder-decoder"]
@@ -125,6 +127,7 @@ class TransformerConfig:
     kv_heads: int | None = None  # key/value heads (grouped-query attention, Ainslie et al. 2023); None = heads
     gated_mlp: bool = False  # gated MLP (SwiGLU, Shazeer 2020): gate and up projections d×d_ff, down d_ff×d
     moe: MoEConfig | None = None  # mixture-of-experts MLPs (:mod:`optmap.workload.moe`); None = dense
+    mla: MLAConfig | None = None  # multi-head latent attention (:mod:`optmap.workload.mla`); None = Q, K, V
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
@@ -135,6 +138,8 @@ class TransformerConfig:
             raise ValueError(f"kv_heads {self.kv_heads} must divide heads {self.heads}")
         if self.moe is not None and self.kind != "decoder-only":
             raise ValueError("mixture-of-experts layers are modelled for decoder-only stacks only")
+        if self.mla is not None and (self.kind != "decoder-only" or self.kv_heads is not None):
+            raise ValueError("latent attention (mla) is modelled for decoder-only stacks without kv_heads")
         if self.moe is not None and self.moe.dense_layers > self.layers:
             raise ValueError(f"moe: dense_layers = {self.moe.dense_layers} exceeds layers = {self.layers}")
 
@@ -143,6 +148,39 @@ class TransformerConfig:
     def inner(self) -> int:
         """Attention inner width heads × head_dim (paper Table 2: d_k = d_v = 128)."""
         return self.heads * self.head_dim
+
+    @property
+    def q_head_dim(self) -> int:
+        """Query (and key) width per head: ``head_dim``, plus the rotary dimensions with latent attention."""
+        return self.head_dim + (self.mla.rope_head_dim if self.mla else 0)
+
+    @property
+    def v_head_dim(self) -> int:
+        """Value (attention output) width per head: ``head_dim`` unless latent attention sets its own."""
+        return (self.mla.v_head_dim or self.head_dim) if self.mla else self.head_dim
+
+    @property
+    def qkv_widths(self) -> tuple[int, int, int]:
+        """Widths of the queries, keys and values attention reads (all heads): ``inner``, ``kv_inner``
+        twice, or with latent attention the up-projected per-head keys (with the shared rotary part)."""
+        if self.mla is not None:
+            return self.heads * self.q_head_dim, self.heads * self.q_head_dim, self.heads * self.v_head_dim
+        return self.inner, self.kv_inner, self.kv_inner
+
+    @property
+    def attention_input_width(self) -> int:
+        """Width of what the column-parallel attention linears read (tensor parallelism gathers or
+        reduces it): ``d_model``, or latent attention's compressed latents and rotary key."""
+        if self.mla is None:
+            return self.d_model
+        return (self.mla.q_lora_rank or self.d_model) + self.mla.kv_lora_rank + self.mla.rope_head_dim
+
+    def attention_linears(self) -> list[tuple[str, int, int, str]]:
+        """(name, input width, output width, tensor-parallel split) of a self-attention block's linears:
+        QKV column-parallel and the output row-parallel, or latent attention's (:mod:`optmap.workload.mla`)."""
+        if self.mla is not None:
+            return latent.linears(self.mla, self.d_model, self.heads, self.head_dim)
+        return [("qkv", self.d_model, self.inner + 2 * self.kv_inner, "column"), ("out", self.inner, self.d_model, "row")]
 
     @property
     def kv_inner(self) -> int:
@@ -190,6 +228,8 @@ class TransformerConfig:
         if kind == "ffn":
             f = self.mlp_in
             return d * f + b * f + self.d_ff * d + b * d + norm  # Eq. 2: W1,b1,W2,b2 (W1 = gate+up if gated)
+        if self.mla is not None:  # DeepSeek-V2 §2.1: low-rank projections (optmap.workload.mla)
+            return latent.attention_params(self.mla, d, self.heads, self.head_dim) + norm
         return (d * a + b * a) + 2 * (d * kv + b * kv) + a * d + b * d + norm  # Q; K,V (GQA width); output
 
     @property
@@ -239,6 +279,8 @@ class TransformerConfig:
             return moe_mlp.layer_flops_fwd(self.moe, s, d, self.gated_mlp)
         if kind == "ffn":
             return 2.0 * s * d * (self.mlp_in + self.d_ff)  # Eq. 2: two GEMMs (the first gate+up if gated)
+        if kind == "self_attn" and self.mla is not None:  # optmap.workload.mla
+            return latent.attention_flops_fwd(self.mla, s, d, self.heads, self.head_dim)
         if kind == "self_attn":
             proj = 2.0 * s * d * (a + 2 * kv) + 2.0 * s * a * d  # QKV + output projection
             return proj + 2 * 2.0 * s * s * a  # Eq. 1: Q·K^T and softmax(.)·V

@@ -52,6 +52,7 @@ def columns(model, mapping_values):
     ("nemotron-4-340b", 340e9, 340e9, 5e-3),  # NVIDIA Nemotron-4 340B technical report: 340B (dense)
     ("gpt3-5b", 5e9, 5e9, 2e-2),  # NeMo's GPT-3 5B recipe
     ("gpt3-20b", 20e9, 20e9, 2e-2),  # NeMo's GPT-3 20B recipe
+    ("deepseek-v3", 671e9, 37e9, 2e-2),  # DeepSeek-V3 Technical Report, abstract: 671B / 37B activated
 ])
 def test_parameter_counts_match_the_published_totals(name, total, active, rel):
     cfg = PRESETS[name]
@@ -98,11 +99,6 @@ def test_moe_table_from_scratch_and_errors():
         with pytest.raises(OptmapError, match=words):
             transformer(batch=1, kind="decoder-only", layers=4, d_model=64, heads=4, d_ff=128, seq_len=32, vocab=100,
                         moe=table)
-
-
-def test_deepseek_v3_refused_in_one_line():
-    with pytest.raises(OptmapError, match="multi-head latent attention .* is not modelled"):
-        transformer(batch=1, preset="deepseek-v3")
 
 
 def test_bad_moe_table_in_a_problem_file_exits_2(tmp_path, capsys):
