@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 import optmap
-from optmap.plugins.llm import heldout
+from optmap.plugins.llm import heldout, stages
+from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.llm.engine import plan_table
 from optmap.plugins.llm.model import CATEGORIES
 
@@ -51,11 +52,15 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
     topology, accelerator = heldout.SYSTEMS[run.system]
     workload = {"model": "transformer", **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs,
                 "dtype": run.dtype}
+    # the search bounds (options) admit the published micro-batch and interleaving; a published split
+    # whose chunks divide neither the layers nor layers + 2 ran with Megatron-Core's explicit layout
+    cost = {"model": "megatron-3d", "max_interleaving": max(16, run.vp), "max_microbatch": max(16, run.mbs)}
+    layers = workload.get("layers") or PRESETS[workload["preset"]].layers
+    if stages.layout_string(layers, run.pp, run.vp) is not None:
+        cost["uneven_stages"] = "layout"
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},
-            # the search bounds (options) admit the published micro-batch and interleaving
-            "cost": {"model": "megatron-3d", "max_interleaving": max(16, run.vp), "max_microbatch": max(16, run.mbs)},
-            "search": {"engine": "megatron-3d"}, "fix": fix or {}}
+            "cost": cost, "search": {"engine": "megatron-3d"}, "fix": fix or {}}
 
 
 def layout(run: heldout.HeldOutRun) -> dict:

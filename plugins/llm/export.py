@@ -56,7 +56,10 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
                                       ("--context-parallel-size", cp),
                                       ("--expert-model-parallel-size", plan.get("expert_parallel", 1))]
     even = first == middle == last
-    if v > 1 and even:
+    layout = stages.layout_string(L, p, v) if model.options.uneven_stages == "layout" else None
+    if layout is not None:  # the spread split, written out chunk by chunk (:func:`.stages.layout_string`)
+        args.append(("--pipeline-model-parallel-layout", f"'{layout}'"))
+    elif v > 1 and even:
         args.append(("--num-layers-per-virtual-pipeline-stage", L // (p * v)))
     elif v > 1:  # the account-for split: embedding and loss each take one layer's place (:mod:`.stages`)
         args += [("--num-virtual-stages-per-pipeline-rank", v), ("--account-for-embedding-in-pipeline-split", None),

@@ -35,10 +35,9 @@ Sources (each row names its own):
 Left out, with the reason: the long-sequence tables of NeMo (``performance_long_sequence.md``)
 give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
 published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
-either, on Meta's RoCE cluster rather than DGX; DeepSeek-V3's published layouts (pipeline ×
-interleaving chunks dividing neither its 61 layers nor 63) need Megatron-Core's explicit pipeline
-layout, which :mod:`.stages` does not model, and GPT-OSS (sliding-window attention with sinks) has
-no ``transformer`` workload form; the Bridge 25.09
+either, on Meta's RoCE cluster rather than DGX; DeepSeek-V3 rows with multi-token prediction
+("w/ MTP", or not stated: the 26.02 table), which the workload does not have, and GPT-OSS
+(sliding-window attention with sinks), which has no ``transformer`` workload form; the Bridge 25.09
 section states no precision; GB300 / B300 / NVFP4 rows have no system or recipe here. The Bridge
 current page's H100 Qwen3-235B row of 25.11 is garbled (a missing GBS); the archive's is used.
 
@@ -96,6 +95,7 @@ MODELS: dict[str, dict] = {
     "Qwen3-30B-A3B": {**_QWEN3, "layers": 48, "d_model": 2048, "heads": 32, "kv_heads": 4, "d_ff": 6144,
                       "moe": {"experts": 128, "top_k": 8, "d_ff": 768, "shared_experts": 0, "shared_d_ff": 0,
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
+    "DeepSeekV3 (w/o MTP)": {"preset": "deepseek-v3", "moe": {}},  # the preset's 256 experts; MLA; 61 layers
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,
                         "moe": {"experts": 128, "top_k": 8, "d_ff": 1536, "shared_experts": 0, "shared_d_ff": 0,
                                 "dense_layers": 0}},  # Qwen3Config235B_A22B
@@ -194,6 +194,8 @@ BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8-CS", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 813, 2053),
     ("Qwen3-30B-A3B", "FP8-MX", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 23766, 547),
     ("Qwen3-235B-A22B", "BF16", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 4916, 728),
+    ("DeepSeekV3 (w/o MTP)", "BF16", 256, 4096, 1, 4096, 1, 4, 1, 4, 64, 0, 3139, 782),
+    ("DeepSeekV3 (w/o MTP)", "FP8-MX", 256, 4096, 1, 4096, 1, 8, 1, 4, 32, 0, 4018, 1003),
 ])
 
 # Megatron-Bridge 26.02 (tables per model; DGX-H100, DGX-B200 and DGX-GB200 rows)

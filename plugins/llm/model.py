@@ -107,7 +107,7 @@ class Megatron3DCostModel(CostModel):
         memory_efficiency: Fraction | None = None,
         fp8_gemm_efficiency: Fraction | None = None,
         fp8_param_gather: bool = True,
-        uneven_stages: Literal["balanced", "any", "never"] = "balanced",
+        uneven_stages: Literal["balanced", "any", "layout", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
         moe_a2a_overlap: bool = False,
@@ -141,7 +141,8 @@ class Megatron3DCostModel(CostModel):
         ``uneven_stages`` which splits of
         the layers over pipeline stages a plan may use (``balanced``: even, or first and last
         stages one layer short where embedding and loss count as layers; ``any``: also any
-        pipeline size up to the layers; ``never``: even only; :mod:`.stages`); ``attention`` the
+        pipeline size up to the layers; ``layout``: any pipeline size and interleaving, Megatron-Core's
+        explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the
         attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
         ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
         its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);

@@ -33,16 +33,22 @@ Option ``uneven_stages`` of the cost model picks which splits a plan may use:
 * ``any``: also any other pipeline size ``p <= L`` without interleaving (first and last stage
   counts chosen as above): "any pipeline size up to the layer count", at the price of a search
   over every such size (about ten times the plans for a 100-layer model).
+* ``layout``: any pipeline size and interleaving with ``C <= L + 2``: Megatron-Core's explicit
+  ``--pipeline-model-parallel-layout``, whose stages need not hold equal counts (Megatron-Bridge
+  runs DeepSeek-V3 this way). Where ``C`` divides neither ``L`` nor ``L + 2`` the ``L + 2`` slots
+  (the layers, the embedding and the loss) are spread as evenly as they go, the first
+  ``(L + 2) mod C`` chunks taking one more (:func:`_spread`); else as ``balanced``. It searches every size.
 * ``never``: Megatron-LM's old rule, ``C`` must divide ``L``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-UNEVEN_STAGES = ("balanced", "any", "never")
+UNEVEN_STAGES = ("balanced", "any", "layout", "never")
 
 
 @dataclass(frozen=True)
@@ -78,14 +84,52 @@ def split(layers: int, p, v, mode: str = "balanced") -> StageLayers:
     first, last = np.ceil(rest / 2.0), np.floor(rest / 2.0)
     k, first, last = (np.where(uneven, x, L / C) for x in (k, first, last))
     many = v - 1.0  # a device holds v chunks: its own first or last chunk and v - 1 middle ones
-    return StageLayers(first, k, last, first + many * k, v * k, last + many * k, even | uneven)
+    lay = StageLayers(first, k, last, first + many * k, v * k, last + many * k, even | uneven)
+    if mode != "layout":
+        return lay
+    spread = ~lay.valid & (C >= 2) & (C <= L + 2.0)
+    near = _spread(L, p, v)
+    return StageLayers(*(np.where(spread, a, b) for a, b in zip(dataclasses.astuple(near)[:-1],
+                                                                dataclasses.astuple(lay)[:-1])), lay.valid | spread)
+
+
+def _spread(L: float, p, v) -> StageLayers:
+    """The ``L + 2`` slots of an explicit layout spread as evenly as they go over the ``C = p·v``
+    chunks, chunk ``c`` on device ``c mod p``: ``floor((L + 2) / C)`` each, one more for the first
+    ``(L + 2) mod C`` chunks; the first chunk's first slot is the embedding, the last chunk's last
+    the loss. The middle device with the most layers is the second (the extras go to low indices)."""
+    C = p * v
+    base = np.floor((L + 2.0) / C)
+    rem = L + 2.0 - base * C
+
+    def extras(device):  # chunks d, d + p, ... below rem hold one more slot
+        return np.clip(np.ceil((rem - device) / p), 0.0, v)
+
+    return StageLayers(base + (rem > 0) - 1.0, base + (rem > 1), base - 1.0, v * base + extras(0.0) - 1.0,
+                       v * base + extras(1.0), v * base + extras(p - 1.0) - 1.0, np.ones_like(C, dtype=bool))
+
+
+def layout_string(layers: int, p: int, v: int) -> str | None:
+    """Megatron-Core's ``--pipeline-model-parallel-layout`` of the spread split (``E`` the embedding,
+    ``t`` a layer, ``L`` the loss, ``|`` between chunks; ``pipeline_parallel_layer_layout.py``), or
+    None where ``C`` divides ``L`` or ``L + 2`` (the flags of the even and account-for splits say it)."""
+    C, slots = p * v, layers + 2
+    if layers % C == 0 or slots % C == 0 or C > slots:
+        return None
+    base, rem = divmod(slots, C)
+    sizes_ = [base + (c < rem) for c in range(C)]
+    chunks = ["t" * n for n in sizes_]
+    chunks[0], chunks[-1] = "E" + chunks[0][1:], chunks[-1][:-1] + "L"
+    return "|".join(chunks)
 
 
 def sizes(layers: int, limit: float, mode: str, interleaving: bool = False) -> tuple[int, ...]:
     """Pipeline sizes (or, ``interleaving``, virtual stages per device) up to ``limit`` that some
     split of ``mode`` can use: divisors of ``L`` (and of ``L + 2``), or with ``any`` every size."""
     top = int(min(layers, limit))
-    if mode == "any" and not interleaving:
+    if (mode == "any" and not interleaving) or mode == "layout":
         return tuple(range(1, top + 1))
     bases = (layers,) if mode == "never" else (layers, layers + 2)
-    return tuple(k for k in range(1, top + 1) if any(n % k == 0 for n in bases))
+    # and the powers of two, so that a pinned one is refused with the split it lacks, not as an unknown choice
+    return tuple(k for k in range(1, top + 1)
+                 if any(n % k == 0 for n in bases) or (mode == "balanced" and k & (k - 1) == 0))

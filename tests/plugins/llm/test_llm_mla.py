@@ -108,3 +108,24 @@ def test_export_writes_the_latent_attention_flags(tmp_path, capsys):
         assert want in flags, want
     assert not any(f.startswith("--group-query-attention") for f in flags)
     assert "--num-layers 61" in flags
+
+
+def test_deepseek_published_layout_needs_the_explicit_split(tmp_path, capsys):
+    # Megatron-Bridge's DeepSeek-V3 on 256 GB200s: pipeline 4 × interleaving 4 over 61 layers. The
+    # default split refuses it with the rule; uneven_stages = "layout" prices it and exports the layout
+    path = tmp_path / "d.toml"
+    path.write_text('[workload]\nmodel = "transformer"\npreset = "deepseek-v3"\nbatch = 4096\ndtype = "bf16"\n'
+                    '[system]\ntopology = "gb200-nvl72"\n[[system.groups]]\naccelerator = "gb200"\ncount = 256\n'
+                    '[cost]\nmodel = "megatron-3d"\n')
+    pins = ["--fix", "tensor_parallel=1", "--fix", "pipeline_parallel=4", "--fix", "interleaving=4",
+            "--fix", "expert_parallel=64", "--fix", "data_parallel=64", "--fix", "microbatch_size=1",
+            "--fix", "context_parallel=1"]
+    assert main(["run", str(path), *pins]) == 2
+    assert 'uneven_stages = "balanced"' in capsys.readouterr().err
+    out = tmp_path / "r.json"
+    assert main(["run", str(path), *pins, "--set", "cost.uneven_stages=layout", "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    flags = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
+    assert "--pipeline-model-parallel-layout 'Ettt|" + "tttt|" * 14 + "ttL'" in flags
+    assert not any(f.startswith("--num-layers-per-virtual-pipeline-stage") for f in flags)

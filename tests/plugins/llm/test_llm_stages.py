@@ -93,3 +93,39 @@ def test_chunks_of_embedding_or_loss_alone():
     assert bool(lay.valid)
     assert (float(lay.first_chunk), float(lay.middle_chunk), float(lay.last_chunk)) == (0.0, 1.0, 0.0)
     assert (float(lay.first_device), float(lay.middle_device), float(lay.last_device)) == (7.0, 8.0, 7.0)
+
+
+def test_explicit_layout_spreads_the_slots_by_hand():
+    # DeepSeek-V3's 61 layers + embedding + loss = 63 slots. Pipeline 4 × interleaving 4 = 16 chunks of
+    # 63 // 16 = 3 slots, the first 63 mod 16 = 15 chunks one more. Device 0 holds chunks 0, 4, 8, 12
+    # (4 slots each, one the embedding: 15 layers), device 1 chunks 1, 5, 9, 13 (16 layers), device 3
+    # chunks 3, 7, 11, 15 (4 + 4 + 4 + 3, one the loss: 14): 15 + 16 + 16 + 14 = 61
+    assert counts(stages.split(61, 4, 4, "layout")) == (15, 16, 14)
+    assert not bool(stages.split(61, 4, 4).valid) and bool(stages.split(61, 4, 4, "layout").valid)
+    assert stages.layout_string(61, 4, 4) == "Ettt|" + "tttt|" * 14 + "ttL"
+    # pipeline 8 × interleaving 4: 32 chunks of 1 slot, 31 of them 2: 7, 8, 6 layers
+    assert counts(stages.split(61, 8, 4, "layout")) == (7, 8, 6)
+    assert stages.layout_string(61, 8, 4) == "Et|" + "tt|" * 30 + "L"
+    # where chunks divide the layers (+ 2) the layout is the even or account-for split, written as flags
+    assert counts(stages.split(61, 3, 1, "layout")) == counts(stages.split(61, 3, 1)) == (20, 21, 20)
+    assert stages.layout_string(61, 3, 1) is None and stages.layout_string(61, 1, 1) is None
+
+
+def test_explicit_layout_conserves_the_layers_brute_force():
+    # every p, v with p·v <= L + 2: enumerate the chunks one by one (slot counts as the docstring says)
+    # and compare the first, the busiest middle and the last device with the vectorised split
+    for L in range(2, 30):
+        for p in range(2, L + 3):
+            for v in range(1, (L + 2) // p + 1):
+                C = p * v
+                base, rem = divmod(L + 2, C)
+                slots = [base + (c < rem) for c in range(C)]
+                device = [sum(slots[d + j * p] for j in range(v)) for d in range(p)]
+                device[0] -= 1  # the embedding
+                device[-1] -= 1  # the loss
+                lay = stages.split(L, p, v, "layout")
+                assert bool(lay.valid)
+                if L % C and (L + 2) % C:
+                    middle = max(device[1:-1]) if p > 2 else float(lay.middle_device)
+                    assert (float(lay.first_device), float(lay.last_device)) == (device[0], device[-1])
+                    assert float(lay.middle_device) == middle and sum(device) == L
