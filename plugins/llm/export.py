@@ -56,7 +56,7 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
                                       ("--context-parallel-size", cp),
                                       ("--expert-model-parallel-size", plan.get("expert_parallel", 1))]
     even = first == middle == last
-    layout = stages.layout_string(L, p, v) if model.options.uneven_stages == "layout" else None
+    layout = stages.layout_string(L, p, v, cfg.mtp_layers) if model.options.uneven_stages == "layout" else None
     if layout is not None:  # the spread split, written out chunk by chunk (:func:`.stages.layout_string`)
         args.append(("--pipeline-model-parallel-layout", f"'{layout}'"))
     elif v > 1 and even:
@@ -112,6 +112,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
              ("--num-attention-heads", cfg.heads), ("--kv-channels", cfg.head_dim), ("--seq-length", cfg.seq_len)]
     if cfg.kv_heads is not None and cfg.kv_heads != cfg.heads:
         args += [("--group-query-attention", None), ("--num-query-groups", cfg.kv_heads)]
+    if cfg.mtp_layers:  # DeepSeek-V3's multi-token prediction modules (Megatron-Core MTP)
+        args.append(("--mtp-num-layers", cfg.mtp_layers))
     if cfg.mla is not None:  # Megatron-LM's latent-attention arguments (--q-lora-rank absent: no query latent)
         args += [("--multi-latent-attention", None), ("--kv-lora-rank", cfg.mla.kv_lora_rank),
                  ("--qk-head-dim", cfg.head_dim), ("--qk-pos-emb-head-dim", cfg.mla.rope_head_dim),

@@ -20,7 +20,7 @@ def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str
     layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
     ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
     ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
-    layer = (cfg.flops_fwd() - cfg.head_flops_fwd()) / cfg.layers  # one layer forward, per sample
+    layer = (cfg.flops_fwd() - cfg.head_flops_fwd() - cfg.mtp_flops_fwd()) / cfg.layers  # one layer forward
     core = attn.recomputed_core_flops(cfg, attention)
     rc = np.asarray(recompute)
     again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))

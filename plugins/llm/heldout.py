@@ -35,9 +35,9 @@ Sources (each row names its own):
 Left out, with the reason: the long-sequence tables of NeMo (``performance_long_sequence.md``)
 give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
 published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
-either, on Meta's RoCE cluster rather than DGX; DeepSeek-V3 rows with multi-token prediction
-("w/ MTP", or not stated: the 26.02 table), which the workload does not have, and GPT-OSS
-(sliding-window attention with sinks), which has no ``transformer`` workload form; the Bridge 25.09
+either, on Meta's RoCE cluster rather than DGX; the 26.02 DeepSeek-V3 table (it does not say
+whether multi-token prediction ran) and GPT-OSS (sliding-window attention with sinks), which has
+no ``transformer`` workload form; the Bridge 25.09
 section states no precision; GB300 / B300 / NVFP4 rows have no system or recipe here. The Bridge
 current page's H100 Qwen3-235B row of 25.11 is garbled (a missing GBS); the archive's is used.
 
@@ -96,6 +96,7 @@ MODELS: dict[str, dict] = {
                       "moe": {"experts": 128, "top_k": 8, "d_ff": 768, "shared_experts": 0, "shared_d_ff": 0,
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
     "DeepSeekV3 (w/o MTP)": {"preset": "deepseek-v3", "moe": {}},  # the preset's 256 experts; MLA; 61 layers
+    "DeepSeekV3 (w/ MTP)": {"preset": "deepseek-v3", "moe": {}, "mtp_layers": 1},  # one prediction module
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,
                         "moe": {"experts": 128, "top_k": 8, "d_ff": 1536, "shared_experts": 0, "shared_d_ff": 0,
                                 "dense_layers": 0}},  # Qwen3Config235B_A22B
@@ -187,6 +188,7 @@ BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8-MX", 128, 64, 1, 8192, 4, 8, 2, 8, 1, 0, 624, 1576),
     ("Qwen3-30B-A3B", "FP8-MX", 8, 512, 1, 4096, 1, 1, 1, 1, 8, 0, 9299, 214),
     ("Qwen3-235B-A22B", "FP8-MX", 64, 1024, 1, 4096, 1, 8, 1, 2, 8, 0, 3269, 484),
+    ("DeepSeekV3 (w/ MTP)", "FP8-MX", 256, 2048, 1, 4096, 1, 16, 1, 1, 8, 0, 2139, 557),
 ]) + _rows("bridge-25.11", "DGX-GB200", [
     ("LLAMA3-8B", "FP8-CS", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 31508, 1622),
     ("LLAMA3-8B", "FP8-MX", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 29789, 1533),

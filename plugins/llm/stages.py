@@ -109,17 +109,18 @@ def _spread(L: float, p, v) -> StageLayers:
                        v * base + extras(1.0), v * base + extras(p - 1.0) - 1.0, np.ones_like(C, dtype=bool))
 
 
-def layout_string(layers: int, p: int, v: int) -> str | None:
+def layout_string(layers: int, p: int, v: int, mtp: int = 0) -> str | None:
     """Megatron-Core's ``--pipeline-model-parallel-layout`` of the spread split (``E`` the embedding,
-    ``t`` a layer, ``L`` the loss, ``|`` between chunks; ``pipeline_parallel_layer_layout.py``), or
-    None where ``C`` divides ``L`` or ``L + 2`` (the flags of the even and account-for splits say it)."""
+    ``t`` a layer, ``m`` a multi-token prediction module, on the last chunk before ``L`` the loss,
+    ``|`` between chunks; ``pipeline_parallel_layer_layout.py``), or None where ``C`` divides ``L``
+    or ``L + 2`` (the flags of the even and account-for splits say it)."""
     C, slots = p * v, layers + 2
     if layers % C == 0 or slots % C == 0 or C > slots:
         return None
     base, rem = divmod(slots, C)
     sizes_ = [base + (c < rem) for c in range(C)]
     chunks = ["t" * n for n in sizes_]
-    chunks[0], chunks[-1] = "E" + chunks[0][1:], chunks[-1][:-1] + "L"
+    chunks[0], chunks[-1] = "E" + chunks[0][1:], chunks[-1][:-1] + "m" * mtp + "L"
     return "|".join(chunks)
 
 

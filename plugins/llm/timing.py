@@ -203,6 +203,10 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     fsdp = np.asarray(plans.fsdp, bool) & (shards > 1)
     off_act, off_opt = offload.activations_offloaded(plans.offload), offload.optimizer_offloaded(plans.offload)
     layout = stages.split(L, p, v, opts.uneven_stages)
+    if cfg.mtp_layers:  # DeepSeek-V3's multi-token prediction modules: one more layer each on the last stage
+        one = np.asarray(p) == 1  # (the only stage: the first too)
+        layout = dataclasses.replace(layout, last_device=layout.last_device + cfg.mtp_layers,
+                                     first_device=layout.first_device + np.where(one, cfg.mtp_layers, 0.0))
     vocab = padded_vocab(cfg, t)
     bt = context.tokens_per_rank(b, cp)  # a context-parallel rank works on s/cp tokens per sequence
 
@@ -263,7 +267,10 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                                                                            * stage_params, kernels=1)
 
     first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
-    last_extra = head + 2.0 * head_comm
+    # the last stage: the logits and loss, and per multi-token prediction module (DeepSeek-V3 §2.2; its
+    # layer counted above) the projection of [h; embedding] (2h -> h) and the shared head once more
+    mtp_proj = sum(dev.gemm_times(tok, h / t, 2.0 * h)) if cfg.mtp_layers else 0.0
+    last_extra = (1.0 + cfg.mtp_layers) * (head + 2.0 * head_comm) + cfg.mtp_layers * mtp_proj
     # the slowest device sets the pace (:mod:`.stages`): the first (layers + embedding), a middle
     # one or the last (layers + logits and loss); with p = 1 one device runs everything
     per_layer = f_layer + b_layer + rec_layer + tp_layer + cp_layer + fsdp_layer + offload_layer + ep_layer
@@ -331,7 +338,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     middle_act = np.where(middle, held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1)), 0.0)
     working = np.where(rc == memory.FULL, memory.layer_activations(cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes,
                                                                    opts.attention, opts.fused_swiglu, routed), 0.0)
-    logits = 6.0 * s * bt * vocab / t
+    logits = (1.0 + cfg.mtp_layers) * 6.0 * s * bt * vocab / t  # and each prediction module's
     last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state, copy = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,

@@ -57,7 +57,7 @@ from .presets import PRESETS
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
-           "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output")
+           "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output", "mtp_layers")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
 _MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers")
 _MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
@@ -211,6 +211,15 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
             x = b.layernorm(x, name=f"{stack}.final_norm")
     if cfg.lm_head:
         b.linear(x, cfg.vocab, bias=False, name="lm_head")
+    for k in range(cfg.mtp_layers):  # DeepSeek-V3 §2.2: [norm(h); norm(embedding)] · M, a layer, the head
+        joined = b.concat(b.layernorm(x, name=f"mtp{k}.hnorm"), b.layernorm("input", name=f"mtp{k}.enorm"), axis=-1,
+                          name=f"mtp{k}.concat")
+        x = b.linear(joined, d, bias=False, name=f"mtp{k}.proj")
+        x = _latent_attention(b, x, f"mtp{k}.self_attn", cfg) if cfg.mla else _attention(
+            b, x, f"mtp{k}.self_attn", inner, cfg.kv_inner, pre_ln, cfg.bias, None)
+        x = _moe_ffn(b, x, f"mtp{k}.ffn", cfg, pre_ln, act) if cfg.moe else _ffn(
+            b, x, f"mtp{k}.ffn", cfg.d_ff, pre_ln, cfg.bias, act, cfg.gated_mlp)
+        b.linear(b.layernorm(x, name=f"mtp{k}.norm"), cfg.vocab, bias=False, name=f"mtp{k}.head")
     return b
 
 
@@ -276,6 +285,7 @@ def transformer(
     gated_mlp: bool | None = None,
     max_positions: Dimension | None = None,
     tied_output: bool | None = None,
+    mtp_layers: ints(0, 64) | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
     moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
     mla: dict[str, ints(0, MAX_DIMENSION)] | None = None,
@@ -300,11 +310,13 @@ def transformer(
     keys. ``mla`` (the ``[workload.mla]`` table: ``kv_lora_rank``, ``q_lora_rank``,
     ``rope_head_dim``, ``v_head_dim``; :mod:`optmap.workload.mla`) gives decoder-only layers
     multi-head latent attention, as the ``deepseek-v3`` preset has (``head_dim`` is then the
-    per-head key width without the rotary part).
+    per-head key width without the rotary part). ``mtp_layers`` adds DeepSeek-V3's multi-token
+    prediction modules (§2.2) after the last layer: a projection of the hidden state and the next
+    token's embedding, one more layer and the shared output head each.
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name != "max_positions":
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name not in ("max_positions", "mtp_layers"):
             raise OptmapError(f"transformer: {name} must be a positive integer, got {value}")
     if moe is not None:
         base = PRESETS[preset].moe if preset in PRESETS else None

@@ -128,6 +128,7 @@ class TransformerConfig:
     gated_mlp: bool = False  # gated MLP (SwiGLU, Shazeer 2020): gate and up projections d×d_ff, down d_ff×d
     moe: MoEConfig | None = None  # mixture-of-experts MLPs (:mod:`optmap.workload.moe`); None = dense
     mla: MLAConfig | None = None  # multi-head latent attention (:mod:`optmap.workload.mla`); None = Q, K, V
+    mtp_layers: int = 0  # multi-token prediction modules after the last layer (DeepSeek-V3 §2.2)
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
@@ -140,6 +141,8 @@ class TransformerConfig:
             raise ValueError("mixture-of-experts layers are modelled for decoder-only stacks only")
         if self.mla is not None and (self.kind != "decoder-only" or self.kv_heads is not None):
             raise ValueError("latent attention (mla) is modelled for decoder-only stacks without kv_heads")
+        if self.mtp_layers < 0 or (self.mtp_layers and self.kind != "decoder-only"):
+            raise ValueError(f"mtp_layers = {self.mtp_layers}: multi-token prediction is for decoder-only stacks, >= 0")
         if self.moe is not None and self.moe.dense_layers > self.layers:
             raise ValueError(f"moe: dense_layers = {self.moe.dense_layers} exceeds layers = {self.layers}")
 
@@ -256,6 +259,7 @@ class TransformerConfig:
             "final_norms": self.norm_params * d * len(self._stacks()) if self.final_norm else 0,
             "pooler": d * d + d if self.pooler else 0,
             "output_head": 0 if self.tied_output else d * self.vocab + int(self.bias) * self.vocab,
+            "mtp": self.mtp_layers * self.mtp_params,
         }
         return out
 
@@ -264,12 +268,22 @@ class TransformerConfig:
         return sum(self.param_breakdown().values())
 
     @property
+    def mtp_params(self) -> int:
+        """Parameters of one multi-token prediction module (DeepSeek-V3 §2.2): the projection of the
+        normalised hidden state and next-token embedding (2d → d), their two norms, one transformer
+        layer (a MoE one in a MoE model) and the norm before the shared output head."""
+        d = self.d_model
+        layer = self.moe_layer_params if self.moe else self.layer_params
+        return 2 * d * d + 3 * self.norm_params * d + layer
+
+    @property
     def active_params(self) -> int:
-        """Parameters one token uses: ``params`` less the routed experts it skips in each MoE layer."""
+        """Parameters one token uses: ``params`` less the routed experts it skips in each MoE layer
+        (the multi-token prediction modules' included)."""
         if self.moe is None:
             return self.params
-        return self.params - self.moe_layers * moe_mlp.inactive_params(self.moe, self.d_model, self.gated_mlp,
-                                                                       self.bias)
+        return self.params - (self.moe_layers + self.mtp_layers) * moe_mlp.inactive_params(
+            self.moe, self.d_model, self.gated_mlp, self.bias)
 
     # ---- blocks ---------------------------------------------------------------------------------
     def _block_flops_fwd(self, kind: BlockKind, stack: str, moe_layer: bool = False) -> float:
@@ -329,9 +343,18 @@ class TransformerConfig:
         """Output projection to the vocabulary, per sample (0 when ``lm_head`` is False)."""
         return 2.0 * self.seq_len * self.d_model * self.vocab if self.lm_head else 0.0
 
+    def mtp_flops_fwd(self) -> float:
+        """Forward FLOPs per sample of the multi-token prediction modules: each its projection, its
+        layer (as the last layer's) and the shared output head once more (DeepSeek-V3 §2.2)."""
+        if not self.mtp_layers:
+            return 0.0
+        s, d, last = self.seq_len, self.d_model, self.is_moe_layer(self.layers - 1)
+        layer = self._block_flops_fwd("self_attn", "dec") + self._block_flops_fwd("ffn", "dec", last)
+        return self.mtp_layers * (2.0 * s * 2 * d * d + layer + self.head_flops_fwd())
+
     def flops_fwd(self) -> float:
-        """Whole-model forward FLOPs per sample (blocks + output head)."""
-        return float(sum(b.flops_fwd for b in self.blocks())) + self.head_flops_fwd()
+        """Whole-model forward FLOPs per sample (blocks + output head + multi-token prediction)."""
+        return float(sum(b.flops_fwd for b in self.blocks())) + self.head_flops_fwd() + self.mtp_flops_fwd()
 
     def with_(self, **changes) -> "TransformerConfig":
         return dataclasses.replace(self, **changes)

@@ -1,5 +1,8 @@
 """Multi-head latent attention (DeepSeek-V2/V3): the workload's counts and the planner's pricing, by hand."""
 
+import json
+
+import numpy as np
 import pytest
 
 from optmap.cli import main
@@ -129,3 +132,63 @@ def test_deepseek_published_layout_needs_the_explicit_split(tmp_path, capsys):
     flags = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
     assert "--pipeline-model-parallel-layout 'Ettt|" + "tttt|" * 14 + "ttL'" in flags
     assert not any(f.startswith("--num-layers-per-virtual-pipeline-stage") for f in flags)
+
+
+def test_multi_token_prediction_module_by_hand():
+    # DeepSeek-V3 §2.2 / Fig. 3: a module projects [RMSNorm(h); RMSNorm(embedding)] (2 × 7,168 -> 7,168),
+    # runs one transformer layer (MLA and a MoE MLP, as the last layer) and the shared head (no new
+    # weights), with its own RMSNorm before it: 2·7168² + 3·7168 weights beside the layer's
+    base, mtp = PRESETS["deepseek-v3"], PRESETS["deepseek-v3"].with_(mtp_layers=1)
+    assert mtp.params - base.params == 2 * D * D + 3 * D + base.moe_layer_params
+    s = base.seq_len
+    layer = base._block_flops_fwd("self_attn", "dec") + base._block_flops_fwd("ffn", "dec", True)
+    assert mtp.flops_fwd() - base.flops_fwd() == 2 * s * 2 * D * D + layer + 2 * s * D * base.vocab
+    # its layer graph has the same FLOPs (4 layers, 256 tokens)
+    small = mtp.with_(layers=4, seq_len=256)
+    graph = transformer_graph(small).build(1, "bf16", "training")
+    assert sum(l.flops(1).forward for l in graph.layers() if l.weighted) == small.flops_fwd()
+
+
+def test_multi_token_prediction_runs_on_the_last_stage(tmp_path, capsys):
+    # pipeline 16 (DeepSeek-V3 on 256 B200s, Megatron-Bridge 25.11 "w/ MTP"): the module is one more
+    # layer and one more head on the last stage; the layout puts "m" before the loss
+    path = tmp_path / "d.toml"
+    path.write_text('[workload]\nmodel = "transformer"\npreset = "deepseek-v3"\nmtp_layers = 1\nbatch = 2048\n'
+                    'dtype = "mxfp8"\n[system]\ntopology = "dgx-b200"\n[[system.groups]]\naccelerator = "b200"\n'
+                    'count = 256\n[cost]\nmodel = "megatron-3d"\nuneven_stages = "layout"\n')
+    pins = [a for k, v in {"tensor_parallel": 1, "pipeline_parallel": 16, "interleaving": 1, "expert_parallel": 8,
+                           "data_parallel": 16, "microbatch_size": 1, "context_parallel": 1}.items()
+            for a in ("--fix", f"{k}={v}")]
+    out = tmp_path / "r.json"
+    assert main(["run", str(path), *pins, "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    flags = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
+    assert "--mtp-num-layers 1" in flags
+    # 63 slots over 16 chunks: 15 of 4, the last 3 (2 layers, the module, the loss)
+    assert "--pipeline-model-parallel-layout 'Ettt|" + "tttt|" * 14 + "ttmL'" in flags
+    assert json.loads(out.read_text())["mapping"]["pipeline_parallel"] == 16
+
+
+def test_multi_token_prediction_prices_one_more_layer_and_head():
+    # one stage (pipeline 1) of a 4-layer latent-attention MoE model: the module's layer makes the forward
+    # (L + 1) / L of the model's without it, and the head part grows by a second head and the projection
+    from optmap.plugins.llm.model import CATEGORIES, DECISIONS
+    from optmap.problem import build_problem
+
+    def columns(mtp):
+        m = build_problem({
+            "workload": {"model": "transformer", "kind": "decoder-only", "layers": 4, "d_model": 512, "heads": 8,
+                         "head_dim": 64, "d_ff": 1024, "seq_len": 1024, "vocab": 8000, "gated_mlp": True,
+                         "batch": 8, "dtype": "bf16", "mtp_layers": mtp, "mla": {"kv_lora_rank": 128},
+                         "moe": {"experts": 8, "top_k": 2, "d_ff": 256}},
+            "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 1}]},
+            "cost": {"model": "megatron-3d"}, "search": {"engine": "megatron-3d"}}).cost_model
+        plan = {"tensor_parallel": 1, "pipeline_parallel": 1, "data_parallel": 1, "microbatch_size": 1,
+                "interleaving": 1, "recompute": "none", "sequence_parallel": False, "optimizer_sharding": False,
+                "dp_overlap": False, "context_parallel": 1, "expert_parallel": 1, "fsdp": False, "offload": "none"}
+        values = {k: np.array([CATEGORIES[k].index(plan[k]) if k in CATEGORIES else plan[k]]) for k in DECISIONS}
+        return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in m.score(m.plan_arrays(values)).items()}
+    without, with_ = columns(0), columns(1)
+    assert with_["forward_s"] / without["forward_s"] == pytest.approx(5 / 4)
+    assert 2 * without["embedding_logits_s"] < with_["embedding_logits_s"] < 3 * without["embedding_logits_s"]
