@@ -17,8 +17,9 @@ router, ``experts`` expert MLPs (``top_k`` per token) and optional shared expert
   its own tokens (``b·s/t``: Megatron-Core refuses MoE training with t > 1 without sequence
   parallelism, ``moe_layer.py``), permutes the ``top_k`` copies of each token by expert
   (memory-bound: read and write each copy), sends them to the experts' ranks (**dispatch**,
-  all-to-all over the EP group), all-gathers them over the ETP group, runs the local experts as
-  one grouped GEMM (``--moe-grouped-gemm``), and reverses the path (reduce-scatter over ETP,
+  all-to-all over the EP group), all-gathers them over the ETP group, runs the local experts'
+  grouped GEMM (``--moe-grouped-gemm``: Transformer Engine's GroupedLinear, one cuBLAS GEMM and,
+  with FP8, one cast per local expert), and reverses the path (reduce-scatter over ETP,
   **combine** all-to-all, un-permute and weight by the router's probabilities). Backward runs the
   same two all-to-alls on the gradients; full recomputation runs the forward's again.
 * **balanced routing**: every rank receives ``b·s/t·top_k`` token copies; the busiest rank, which
@@ -114,16 +115,18 @@ def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbala
     copies = tokens * moe.top_k * imbalance
     route = dev.memory_time(2.0 * ROUTER_BYTES * tokens * moe.experts, kernels=2)
     permute = dev.memory_time(2.0 * 2.0 * ACT_BYTES * copies * h, kernels=2)
-    # grouped GEMM of the experts/ep local experts, each on its share of the copies gathered over etp
+    # the experts/ep local experts, each on its share of the copies gathered over etp: Transformer
+    # Engine's GroupedLinear runs one GEMM per local expert (its grouped GEMM loops cuBLAS over them,
+    # ``general_grouped_gemm``), so each is priced, launch included, as its own GEMM
     local = moe.experts / ep
     rows = copies * etp / local
     width_in = (2 if cfg.gated_mlp else 1) * moe.d_ff / etp
-    w1, w2 = lin.gemm_times(rows, width_in, h, batch=local), lin.gemm_times(rows, h, moe.d_ff / etp, batch=local)
+    w1, w2 = (tuple(local * x for x in lin.gemm_times(rows, n, k)) for n, k in ((width_in, h), (h, moe.d_ff / etp)))
     act = dev.memory_time(2.0 * ACT_BYTES * copies * etp * width_in, kernels=1)  # SwiGLU / activation in and out
     cast_f = cast_b = 0.0
-    if lin is not dev:  # FP8 recipes cast every routed copy's GEMM inputs and output gradients
+    if lin is not dev:  # FP8 recipes cast every routed copy's GEMM inputs and output gradients, per expert
         fb, bb = precision.expert_cast_bytes(copies * etp, h, width_in, moe.d_ff / etp)
-        cast_f, cast_b = dev.memory_time(fb, kernels=2), dev.memory_time(bb, kernels=2)
+        cast_f, cast_b = dev.memory_time(fb, kernels=2.0 * local), dev.memory_time(bb, kernels=2.0 * local)
     forward = router[0] + w1[0] + w2[0] + route + permute + act + cast_f
     backward = router[1] + w1[1] + w2[1] + 2.0 * (route + permute + act) + cast_b
     shared_in = np.zeros_like(forward)

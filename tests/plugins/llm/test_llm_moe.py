@@ -186,6 +186,20 @@ def test_imbalance_slows_the_busiest_rank():
         problem(moe_load_imbalance=0.5)
 
 
+def test_each_local_expert_is_its_own_gemm():
+    # Transformer Engine's GroupedLinear loops cuBLAS over the local experts, so every expert GEMM has its
+    # launch: Mixtral's 8 experts on one rank (ep 1), bf16. Kernel launches, forward: the router GEMM, 8 × 2
+    # expert GEMMs, softmax/top-k (2), permute/un-permute (2), the activation (1) = 22; backward: the
+    # router's 2, 8 × 2 × 2 expert input and weight gradients, twice the 5 element-wise = 44
+    from optmap.plugins.llm.compute import H100_FIT, Device
+    cfg = PRESETS["mixtral-8x7b"]
+    timed = Device(989.4e12, 3350e9, H100_FIT)
+    free = Device(989.4e12, 3350e9, dataclasses.replace(H100_FIT, launch=0.0))
+    a, b = (moe.mlp_times(cfg, d, d, 1.0, 1.0, False, 1.0, 1.0, 1.0) for d in (timed, free))
+    assert float(a.forward - b.forward) == pytest.approx(22 * H100_FIT.launch)
+    assert float(a.backward - b.backward) == pytest.approx(44 * H100_FIT.launch)
+
+
 def test_all_to_all_overlap_by_hand():
     # the schedule's warm-up: pipeline 4 without interleaving runs p - 1 = 3 of its 16 micro-batches
     # (256 / 16) alone; the other 13 hide their dispatch and combine behind another micro-batch's
