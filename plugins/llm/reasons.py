@@ -32,7 +32,7 @@ def why_not(model, plan: dict, memory_gib: float, host_gib: float = 0.0) -> str:
         return experts
     limit = (model.capacity - opts.memory_reserve) / GIB
     if memory_gib > limit:
-        offloads = next(v.choices for v in model.space.variables if v.name == "offload")
+        offloads = model.space.variables[model.space.index("offload")].choices
         hint = "" if len(offloads) > 1 else (" (offloading was not searched: [cost] offload = "
                                              "[\"none\", \"optimizer\", \"activations\", \"both\"] allows it)")
         return f"needs {memory_gib:.1f} GiB per GPU, {limit:.1f} GiB available{hint}"

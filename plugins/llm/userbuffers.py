@@ -62,7 +62,10 @@ def exposed(cfg: TransformerConfig, lin, tokens, t, ag, rs) -> tuple[np.ndarray,
     h, t = cfg.d_model, np.asarray(t, float)
     # attention: QKV and projection (latent attention's gathers of its compressed latents are not
     # chunked: Transformer Engine's userbuffers name the qkv / proj pairs only)
-    pairs = [] if cfg.mla is not None else [(1.0, (cfg.inner + 2 * cfg.kv_inner) / t, cfg.inner / t)]
+    pairs = []
+    if cfg.mla is None:  # the column-parallel QKV and the row-parallel projection
+        (_, _, qkv_out, _), (_, proj_in, _, _) = cfg.attention_linears()
+        pairs.append((1.0, qkv_out / t, proj_in / t))
     pairs += [(share, w_in / t, w_out / t) for share, w_in, w_out in _mlp_widths(cfg)]
     forward = backward = 0.0
     for share, n_in, k_out in pairs:  # column-parallel (h -> n_in), then row-parallel (k_out -> h)
