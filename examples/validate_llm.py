@@ -58,6 +58,7 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
     layers = workload.get("layers") or PRESETS[workload["preset"]].layers
     if stages.layout_string(layers, run.pp, run.vp) is not None:
         cost["uneven_stages"] = "layout"
+    cost.update(heldout.RECIPE_OPTIONS.get(run.label, {}))  # what the run's recipe fixes beyond its table
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},
             "cost": cost, "search": {"engine": "megatron-3d"}, "fix": fix or {}}
@@ -108,7 +109,8 @@ def predict(run: heldout.HeldOutRun) -> dict:
     row = {"label": run.label, "group": run.group, "source": run.source, "model": run.model,
            "system": run.system, "precision": run.precision, "dtype": run.dtype, "gpus": run.gpus,
            "gbs": run.gbs, "seq_len": run.seq_len, "layout": layout(run), "measured_s": run.measured_s,
-           "predicted_s": None, "error_percent": None, "feasible": None, "status": "", "plan": {}, "breakdown": {}}
+           "predicted_s": None, "error_percent": None, "feasible": None, "status": "", "plan": {}, "breakdown": {},
+           "recipe": heldout.RECIPE_OPTIONS.get(run.label, {})}
     try:
         row["fix"] = pins(run)  # what `optmap run … --fix NAME=VALUE` would pin
         problem = optmap.build_problem(spec(run, row["fix"]))
@@ -156,6 +158,20 @@ def summary(rows: list[dict]) -> list[dict]:
     return out
 
 
+def by_source(rows: list[dict]) -> str:
+    """Mean |error| (runs) of each group per source: the same hardware across software releases."""
+    lines = ["| source | " + " | ".join(GROUPS) + " |", "|---|" + "---:|" * len(GROUPS)]
+    for source in heldout.SOURCES:
+        cells = []
+        for group in GROUPS:
+            errs = [abs(r["error_percent"]) for r in rows
+                    if r["source"] == source and r["group"] == group and r["error_percent"] is not None]
+            cells.append(f"{np.mean(errs):.1f} % ({len(errs)})" if errs else "")
+        if any(cells):
+            lines.append(f"| `{source}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -166,7 +182,8 @@ def planner_choice(row: dict) -> str:
         return ""
     switches = [name for key, name in (("sequence_parallel", "sp"), ("optimizer_sharding", "zero1"),
                                         ("dp_overlap", "overlap")) if p.get(key)]
-    return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "")
+    recipe = [f"{k} = {v}" for k, v in row.get("recipe", {}).items()]  # pinned from the run's recipe
+    return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in recipe)
 
 
 def worst_runs(rows: list[dict], group: str = "H100 dense", n: int = 3) -> str:
@@ -210,7 +227,7 @@ def render(rows: list[dict], groups: list[dict]) -> str:
         head.append(f"| {g['group']} | {g['runs']} | {g['priced']} | {g['feasible']} | {mean} | {worst} | {g['bar']} |")
     sources = "\n".join(f"- `{key}`: {title}, <{url}>" for key, (title, url) in heldout.SOURCES.items())
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", "\n".join(head)).replace("{{TABLE}}", table)
-            .replace("{{WORST}}", worst_runs(rows))
+            .replace("{{WORST}}", worst_runs(rows)).replace("{{BY_SOURCE}}", by_source(rows))
             .replace("{{SOURCES}}", sources))
 
 

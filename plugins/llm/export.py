@@ -137,7 +137,10 @@ def _moe_flags(model) -> list[tuple[str, object]]:
     flags: list[tuple[str, object]] = [
         ("--num-experts", moe.experts), ("--moe-router-topk", moe.top_k), ("--moe-ffn-hidden-size", moe.d_ff),
         ("--expert-tensor-parallel-size", int(model.options.expert_tensor_parallel)),
-        ("--moe-token-dispatcher-type", "alltoall"), ("--moe-grouped-gemm", None)]
+        ("--moe-grouped-gemm", None)]
+    dispatcher = model.options.moe_dispatcher
+    flags += ([("--moe-token-dispatcher-type", "alltoall")] if dispatcher == "alltoall" else
+              [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", dispatcher)])
     if model.options.moe_a2a_overlap:  # the priced overlap (:func:`.moe.overlapped`); Megatron needs both
         flags += [("--overlap-moe-expert-parallel-comm", None), ("--delay-wgrad-compute", None)]
     if moe.shared_experts:  # their summed width (Megatron-Core's TransformerConfig)

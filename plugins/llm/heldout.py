@@ -31,15 +31,25 @@ Sources (each row names its own):
   ``performance-summary-archive``). Precision FP8-CS (per-tensor current scaling: ``fp8``), FP8-MX
   (MXFP8: ``mxfp8``) or BF16; a value in parentheses is the same layout at another precision and
   is its own row here. MoE runs "force-balance the token distribution among experts", dropless.
+* ``bridge-26.02.01``, ``bridge-26.04``, ``bridge-26.04.01``, ``bridge-26.06``, ``bridge-26.06.01``
+  and ``bridge-26.08``: the same archive and the current page (``docs/performance-summary.md``,
+  26.08) at commit 067f987df0 (2026-08-22). Precision "FP8" is per-tensor current scaling as in
+  26.02. Every DGX-H100, DGX-B200 and DGX-GB200 row of a model above is here; 26.06 and later
+  print no FSDP column. They repeat many layouts of 26.02 on newer software, so the same hardware
+  and layout is measured several times (Qwen3-30B-A3B on 16 H100s, PP 2 × VP 12 × EP 8: 5,113
+  tokens/s/GPU in 26.02, 9,058 in 26.02.01). 26.04.01 prints every tokens/s as a multiple of 8,
+  coarser than its TFLOP/s (the two disagree by up to 2.2 % through the FLOP count); the tokens/s
+  are kept, as for every source.
 
 Left out, with the reason: the long-sequence tables of NeMo (``performance_long_sequence.md``)
 give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
 published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
-either, on Meta's RoCE cluster rather than DGX; the 26.02 DeepSeek-V3 table (it does not say
-whether multi-token prediction ran) and GPT-OSS (sliding-window attention with sinks), which has
-no ``transformer`` workload form; the Bridge 25.09
-section states no precision; GB300 / B300 / NVFP4 rows have no system or recipe here. The Bridge
-current page's H100 Qwen3-235B row of 25.11 is garbled (a missing GBS); the archive's is used.
+either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
+not say whether multi-token prediction ran), GPT-OSS (sliding-window attention with sinks),
+Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
+``transformer`` workload form here; the Bridge 25.09 section states no precision; GB300 / B300 /
+NVFP4 rows have no system or recipe here. The Bridge current page's H100 Qwen3-235B row of 25.11
+is garbled (a missing GBS); the archive's is used.
 
 Model configurations (workload fields) come from NVIDIA NeMo's model configs
 (``nemo/collections/llm/gpt/model/{base,llama,nemotron,qwen3}.py``) and the vocabularies of the
@@ -51,6 +61,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+_BRIDGE_AUGUST_2026 = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/067f987df03b8355b03192d88d70f1709fedf51a"
 SOURCES = {
     "nemo-24.07": ("NVIDIA NeMo performance summary, NeMo 24.07 container, DGX-H100 FP8 pre-training",
                    "https://github.com/NVIDIA/NeMo/blob/8e3d65dcfe3504689bfc5b6e67d502780aacad41/docs/source/"
@@ -61,6 +72,10 @@ SOURCES = {
     "bridge-26.02": ("Megatron-Bridge performance summary archive, 26.02 NeMo container, pre-training",
                      "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/0a25f911b2ed6c6905a539504fdb8e5b40e3438b/"
                      "docs/performance-summary-archive.md"),
+    **{f"bridge-{c}": (f"Megatron-Bridge performance summary{' archive' if c != '26.08' else ''}, {c} NeMo container, "
+                       f"pre-training", f"{_BRIDGE_AUGUST_2026}/docs/performance-summary"
+                       f"{'-archive' if c != '26.08' else ''}.md")
+       for c in ("26.02.01", "26.04", "26.04.01", "26.06", "26.06.01", "26.08")},
 }
 
 # the published system names → (optmap topology, accelerator)
@@ -219,6 +234,73 @@ BRIDGE_26_02 = _rows("bridge-26.02", "DGX-H100", [
 ])
 
 
+# Megatron-Bridge 26.02.01 to 26.08 (archive and current page at 067f987df0, 2026-08-22; tables per model)
+BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
+    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1639, 736),
+    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 2, 1, 12, 8, 0, 9058, 208),
+    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1611, 238),
+]) + _rows("bridge-26.02.01", "DGX-B200", [
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26695, 614),
+]) + _rows("bridge-26.02.01", "DGX-GB200", [
+    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3837, 1724),
+    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4357, 1956),
+    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 775, 1957),
+    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 818, 2063),
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26373, 607),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 32, 0, 5530, 819),
+]) + _rows("bridge-26.04", "DGX-H100", [
+    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1633, 734),
+    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8901, 205),
+    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1686, 250),
+]) + _rows("bridge-26.04", "DGX-B200", [
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26859, 618),
+]) + _rows("bridge-26.04", "DGX-GB200", [
+    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3828, 1721),
+    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4143, 1861),
+    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 793, 2002),
+    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 842, 2126),
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26032, 599),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5672, 840),
+]) + _rows("bridge-26.04.01", "DGX-H100", [
+    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1664, 731),
+    ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, 0, 328, 827),
+    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8960, 206),
+    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1712, 253),
+]) + _rows("bridge-26.04.01", "DGX-B200", [
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 27136, 619),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 8, 0, 3776, 560),
+]) + _rows("bridge-26.04.01", "DGX-GB200", [
+    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4224, 1892),
+    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3712, 1664),
+    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 864, 2144),
+    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 800, 1994),
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26112, 599),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5680, 840),
+]) + _rows("bridge-26.06", "DGX-H100", [
+    ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, None, 326, 822),
+    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, None, 8826, 203),
+]) + _rows("bridge-26.06", "DGX-GB200", [
+    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, None, 843, 2129),
+    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, None, 783, 1976),
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40706, 936),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7376, 1092),
+]) + _rows("bridge-26.06.01", "DGX-GB200", [
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40960, 937),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7360, 1089),
+]) + _rows("bridge-26.08", "DGX-GB200", [
+    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 39936, 923),
+    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7280, 1077),
+])
+
+
+# cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously:
+# Qwen3-30B-A3B's H100 layout EP 16 (PP 1) came with the HybridEP flex dispatcher and without the
+# all-to-all overlap (Megatron-Bridge 4a64507559, "Update Qwen3 30B H100 Base Configs with HybridEP",
+# 2026-02-23: expert_model_parallel_size=16, moe_a2a_overlap=False, moe_flex_dispatcher_backend="hybridep")
+RECIPE_OPTIONS: dict[str, dict] = {
+    f"Qwen3-30B-A3B FP8 16 H100 (bridge-{c})": {"moe_dispatcher": "hybridep"} for c in ("26.04", "26.04.01", "26.06")}
+
+
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + BRIDGE_25_11 + BRIDGE_26_02
+    return NEMO_24_07 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026

@@ -78,3 +78,4 @@ class Options:
     expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
     moe_a2a_overlap: bool = False  # expert all-to-alls beside another micro-batch's compute (:mod:`.moe`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
+    moe_dispatcher: str = "alltoall"  # the token dispatcher: alltoall, or deepep / hybridep (:mod:`.moe`)

@@ -111,6 +111,7 @@ class Megatron3DCostModel(CostModel):
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
         moe_a2a_overlap: bool = False,
+        moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = "alltoall",
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
         max_context_parallel: ints(1, 65536) | None = None,
@@ -154,8 +155,9 @@ class Megatron3DCostModel(CostModel):
         mixture-of-experts models (:mod:`.moe`): ``expert_tensor_parallel`` ranks split each
         expert's width (Megatron-Core ``--expert-tensor-parallel-size``; 1, as its MoE guide
         recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest expert
-        rank's tokens over the balanced share (1: balanced routing) and ``moe_a2a_overlap`` the
-        all-to-alls beside another micro-batch's compute (``--overlap-moe-expert-parallel-comm``)."""
+        rank's tokens over the balanced share (1: balanced routing), ``moe_a2a_overlap`` the all-to-alls beside
+        another micro-batch's compute (``--overlap-moe-expert-parallel-comm``) and ``moe_dispatcher`` the
+        token dispatcher (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -192,7 +194,7 @@ class Megatron3DCostModel(CostModel):
                             ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
-        moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance)
+        moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance, moe_dispatcher)
         if not system.is_homogeneous:
             raise OptmapError("megatron-3d plans a cluster of one GPU kind; list one [[system.groups]] entry")
         self.workload, self.system, self.config = workload, system, cfg
@@ -244,7 +246,8 @@ class Megatron3DCostModel(CostModel):
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),
-                                      moe_load_imbalance=float(moe_load_imbalance), moe_a2a_overlap=moe_a2a_overlap)
+                                      moe_load_imbalance=float(moe_load_imbalance),
+                                      moe_a2a_overlap=moe_a2a_overlap, moe_dispatcher=moe_dispatcher)
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((

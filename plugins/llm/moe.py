@@ -32,7 +32,12 @@ router, ``experts`` expert MLPs (``top_k`` per token) and optional shared expert
 The all-to-all (:func:`all_to_all`) is the pairwise exchange of Thakur et al. 2005 over the EP
 group's real links: the ``k`` members in the GPU's node exchange over NVLink, the other
 ``ep - k`` through the GPU's own network adapter, concurrently; ``k`` is the fewest members in a
-node of any EP group (:func:`.cluster.expert_links`). Leading dense layers (``dense_layers``) are
+node of any EP group (:func:`.cluster.expert_links`). Cost option ``moe_dispatcher`` names the
+token dispatcher: ``alltoall`` (default, ``--moe-token-dispatcher-type alltoall``) sends every
+routed copy to its expert's rank; ``deepep`` and ``hybridep`` (``--moe-token-dispatcher-type
+flex``) "remove redundant tokens during cross-node communication" (Megatron-Core MoE guide;
+DeepSeek-V3 §3.2.2): a token crosses the network once per other node that holds one of its
+experts and is forwarded inside that node over NVLink (:func:`deduplicated_all_to_all`). Leading dense layers (``dense_layers``) are
 priced as the average layer of the model (exact when every layer is MoE, as in Mixtral and Qwen3).
 """
 
@@ -49,6 +54,7 @@ from optmap.workload.transformer import TransformerConfig
 from . import memory, precision
 
 ACT_BYTES = 2.0  # 16-bit tokens on the wire and in HBM
+DISPATCHERS = ("alltoall", "deepep", "hybridep")  # Megatron-Core's alltoall and flex dispatchers (backends)
 ROUTER_BYTES = 4.0  # fp32 router scores (Megatron-Core moe_utils.py: torch.softmax(logits, dtype=torch.float32))
 
 
@@ -149,13 +155,41 @@ def all_to_all(nbytes, ep, members, intra_bw, inter_bw, latency) -> np.ndarray:
     return np.where(ep > 1, (ep - 1.0) * latency + np.maximum(inside, outside), 0.0)
 
 
+def remote_nodes(cfg: TransformerConfig, ep, members) -> np.ndarray:
+    """Expected number of other nodes of the EP group that hold at least one of a token's
+    ``top_k`` experts, the experts spread evenly over the group's ``ep/members`` nodes and routed
+    uniformly (balanced): each other node is missed with probability C(E - e, k) / C(E, k), ``e``
+    the experts it holds (hypergeometric)."""
+    experts, k = float(cfg.moe.experts), cfg.moe.top_k
+    ep, members = np.asarray(ep, float), np.asarray(members, float)
+    held = experts * np.minimum(members, ep) / ep  # experts in one node of the group
+    missed = np.prod([np.clip((experts - held - i) / (experts - i), 0.0, 1.0) for i in range(k)], axis=0)
+    return (ep / np.minimum(members, ep) - 1.0) * (1.0 - missed)
+
+
+def deduplicated_all_to_all(token_bytes, copies, ep, members, intra_bw, inter_bw, latency, nodes) -> np.ndarray:
+    """DeepEP / HybridEP dispatch (or combine) of one GPU's tokens: each token (``token_bytes``
+    each; ``copies`` of them routed) crosses the adapter once per other node it needs (``nodes``,
+    :func:`remote_nodes`), and NVLink carries every copy the node keeps or forwards to another
+    GPU, ``(members-1)/members`` of them; both at once, ``ep - 1`` steps of latency."""
+    ep, k = np.asarray(ep, float), np.minimum(np.asarray(members, float), np.asarray(ep, float))
+    inside = (k - 1.0) / k * copies / intra_bw
+    outside = token_bytes * nodes / inter_bw
+    return np.where(ep > 1, (ep - 1.0) * latency + np.maximum(inside, outside), 0.0)
+
+
 def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp: float,
-                     imbalance: float) -> np.ndarray:
+                     imbalance: float, dispatcher: str = "alltoall") -> np.ndarray:
     """Seconds of one MoE layer's token exchange per micro-batch, forward and backward (and the
-    forward again with full recomputation): dispatch and combine all-to-alls over EP, each with its
-    all-gather / reduce-scatter over the ETP group."""
-    n = ACT_BYTES * local_tokens(cfg, b, t, sp) * cfg.moe.top_k * imbalance * cfg.d_model
-    a2a = all_to_all(n, ep, links.ep_members, links.ep_intra_bw, links.ep_inter_bw, links.ep_lat)
+    forward again with full recomputation): dispatch and combine all-to-alls over EP (node-deduplicated
+    with a flex ``dispatcher``), each with its all-gather / reduce-scatter over the ETP group."""
+    tokens = ACT_BYTES * local_tokens(cfg, b, t, sp) * imbalance * cfg.d_model
+    n = tokens * cfg.moe.top_k
+    if dispatcher == "alltoall":
+        a2a = all_to_all(n, ep, links.ep_members, links.ep_intra_bw, links.ep_inter_bw, links.ep_lat)
+    else:
+        a2a = deduplicated_all_to_all(tokens, n, ep, links.ep_members, links.ep_intra_bw, links.ep_inter_bw,
+                                      links.ep_lat, remote_nodes(cfg, ep, links.ep_members))
     gather = coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
     scatter = coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
     once = 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
@@ -199,8 +233,10 @@ def blend(cfg: TransformerConfig, dense, sparse):
     return (1.0 - f) * dense + f * sparse
 
 
-def check_options(cfg: TransformerConfig, etp: int, imbalance: float) -> None:
+def check_options(cfg: TransformerConfig, etp: int, imbalance: float, dispatcher: str = "alltoall") -> None:
     """Refuse, in one line, MoE cost options that cannot hold for ``cfg``."""
+    if dispatcher not in DISPATCHERS:
+        raise OptmapError(f"[cost] moe_dispatcher must be one of {list(DISPATCHERS)}, got {dispatcher!r}")
     if imbalance < 1.0:
         raise OptmapError(f"[cost] moe_load_imbalance must be >= 1 (the busiest rank's tokens over the balanced "
                           f"share), got {imbalance}")

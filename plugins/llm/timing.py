@@ -217,7 +217,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
-        cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance)
+        cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
     if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
         ep_layer = moe.overlapped(ep_layer, f_layer + b_layer, p, v, m)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)

@@ -53,6 +53,10 @@ def test_every_row_names_known_things_and_a_consistent_layout():
     ("Qwen3-235B-A22B FP8 256 H100 (bridge-26.02)", 80.2645),
     # Bridge 25.11 GB200, the FP8-MX figure in parentheses: 128 × 8,192 / (29,789 × 8) = 1,048,576 / 238,312
     ("LLAMA3-8B FP8-MX 8 GB200 (bridge-25.11)", 4.4000),
+    # Bridge 26.02.01 H100 (26.02's layout again): 1,024 × 4,096 / (9,058 × 16) = 4,194,304 / 144,928
+    ("Qwen3-30B-A3B FP8 16 H100 (bridge-26.02.01)", 28.9406),
+    # Bridge 26.06 GB200 (no FSDP column): 8,192 × 4,096 / (7,376 × 256) = 33,554,432 / 1,888,256
+    ("Qwen3-235B-A22B MXFP8 256 GB200 (bridge-26.06)", 17.7701),
 ])
 def test_iteration_time_is_the_published_throughput_by_hand(label, seconds):
     assert _run(label).measured_s == pytest.approx(seconds, abs=5e-5)
@@ -70,14 +74,18 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     """Model FLOPs per token = published TFLOP/s ÷ tokens/s. NeMo 24.07 counts 3 × the forward
     with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
     included); Megatron-Bridge counts causal attention, half of the two s × s GEMMs. Every dense
-    row agrees within 0.2 %: the model configuration and both figures are copied right."""
+    row agrees within 0.2 %: the model configuration and both figures are copied right. Except
+    26.04.01, whose tokens/s are all multiples of 8 (1,664, 4,224, 328, ...): printed coarser than
+    its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source)."""
     cfg = load_host().build("workload", "transformer", options={
         **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs, "dtype": "bf16"}).config
     forward = cfg.flops_fwd()  # per sequence: layers, attention core and logits
     if run.source != "nemo-24.07":
         forward -= cfg.layers * 2.0 * cfg.seq_len**2 * cfg.inner  # causal: half of QKᵀ and ·V (4 s² inner)
     per_token = 3.0 * forward / run.seq_len
-    assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=2e-3)
+    coarse = run.source == "bridge-26.04.01"
+    assert not coarse or run.tokens_per_gpu % 8 == 0
+    assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=2.5e-2 if coarse else 2e-3)
 
 
 def test_the_script_on_two_runs(tmp_path):

@@ -1,0 +1,95 @@
+"""The token dispatcher (cost option ``moe_dispatcher``): DeepEP / HybridEP send a token across the
+network once per node that holds one of its experts (Megatron-Core MoE guide: the flex dispatcher
+"removes redundant tokens during cross-node communication"), checked by hand and by counting."""
+
+import itertools
+import json
+from math import comb
+
+import pytest
+
+from optmap.cli import main
+from optmap.errors import OptmapError
+from optmap.plugins.llm import heldout, moe
+from optmap.plugins.transformer.presets import PRESETS
+
+from test_llm_moe import columns, plan, problem
+
+QWEN3_30B = PRESETS["qwen3-30b-a3b"]  # 128 experts, top-8
+
+
+@pytest.mark.parametrize("ep, members, other_nodes", [(16, 8, 1), (32, 8, 3), (64, 8, 7)])
+def test_remote_nodes_is_the_hypergeometric_expectation(ep, members, other_nodes):
+    # each other node of the group holds 128 · 8 / ep experts; a token's 8 distinct experts miss it
+    # with probability C(128 - held, 8) / C(128, 8)
+    held = 128 * members // ep
+    want = other_nodes * (1 - comb(128 - held, 8) / comb(128, 8))
+    assert float(moe.remote_nodes(QWEN3_30B, ep, members)) == pytest.approx(want, rel=1e-12)
+
+
+def test_remote_nodes_by_enumeration_on_a_small_model():
+    # 8 experts, top-2, EP 4 over 2 nodes of 2 GPUs (4 experts per node): of the C(8, 2) = 28 expert
+    # pairs, those with at least one expert on the other node (experts 4..7 seen from node 0)
+    cfg = PRESETS["mixtral-8x7b"]  # 8 experts, top-2
+    hits = sum(any(e >= 4 for e in pair) for pair in itertools.combinations(range(8), 2))
+    assert float(moe.remote_nodes(cfg, 4, 2)) == pytest.approx(hits / 28)  # 22 / 28
+    assert float(moe.remote_nodes(cfg, 4, 4)) == 0.0  # the whole group in one node
+
+
+def test_deduplicated_all_to_all_by_hand():
+    # Qwen3-30B-A3B, one GPU's 4,096 tokens of 2,048 × 2 B = 16,777,216 B, top-8: 134,217,728 B of
+    # copies; EP 16 over two DGX H100 nodes: the other node is needed by 1 - C(64,8)/C(128,8) of the
+    # tokens, each sent once through the 400 Gb/s adapter (50 GB/s); NVLink (450 GB/s) carries the
+    # 7/8 of the copies the node keeps or forwards; 15 steps of 2 µs
+    tokens, copies = 16_777_216.0, 134_217_728.0
+    nodes = 1 - comb(64, 8) / comb(128, 8)
+    outside, inside = tokens * nodes / 50e9, 7 / 8 * copies / 450e9
+    want = 15 * 2e-6 + max(outside, inside)
+    got = moe.deduplicated_all_to_all(tokens, copies, 16, 8, 450e9, 50e9, 2e-6, nodes)
+    assert float(got) == pytest.approx(want, rel=1e-12)
+    # the all-to-all dispatcher sends the 8/16 of the copies bound for the other node through the adapter
+    plain = moe.all_to_all(copies, 16, 8, 450e9, 50e9, 2e-6)
+    assert float(plain) == pytest.approx(15 * 2e-6 + 8 / 16 * copies / 50e9, rel=1e-12)
+    steps = 15 * 2e-6  # four copies of each token crossed the adapter; now about one
+    assert (float(plain) - steps) / (float(got) - steps) == pytest.approx(4 / nodes, rel=1e-12)
+
+
+def test_inside_a_node_every_dispatcher_prices_the_same_exchange():
+    base, flex = (problem("qwen3-30b-a3b", gpus=16, batch=64, moe_dispatcher=d).cost_model
+                  for d in ("alltoall", "hybridep"))
+    inside = plan(pipeline_parallel=2, data_parallel=8, expert_parallel=8)  # EP 8: one DGX node
+    assert columns(flex, inside)["time"] == pytest.approx(columns(base, inside)["time"], rel=1e-12)
+    across = plan(pipeline_parallel=1, data_parallel=16, expert_parallel=16)  # EP 16: two nodes
+    a, b = columns(base, across), columns(flex, across)
+    assert b["ep_comm_s"] < a["ep_comm_s"] / 2 and b["time"] < a["time"]
+    assert b["forward_s"] == pytest.approx(a["forward_s"], rel=1e-12)  # the experts' work is unchanged
+
+
+def test_unknown_dispatcher_is_refused():
+    with pytest.raises(OptmapError, match="moe_dispatcher"):
+        problem("qwen3-30b-a3b", gpus=16, batch=64, moe_dispatcher="nccl")
+
+
+def test_export_names_the_flex_dispatcher(tmp_path, capsys):
+    path, out = tmp_path / "q.toml", tmp_path / "r.json"
+    path.write_text('[workload]\nmodel = "transformer"\npreset = "qwen3-30b-a3b"\nbatch = 64\ndtype = "bf16"\n'
+                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 16\n'
+                    '[cost]\nmodel = "megatron-3d"\nmoe_dispatcher = "hybridep"\n')
+    fixes = [a for k, v in plan(pipeline_parallel=1, data_parallel=16, expert_parallel=16).items()
+             for a in ("--fix", f"{k}={v}")]
+    assert main(["run", str(path), *fixes, "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["mapping"]["expert_parallel"] == 16
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    text = capsys.readouterr().out
+    # Megatron-Core: --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep
+    assert "--moe-token-dispatcher-type flex" in text and "--moe-flex-dispatcher-backend hybridep" in text
+    assert "--moe-token-dispatcher-type alltoall" not in text
+
+
+def test_recipe_options_name_held_out_runs():
+    labels = {r.label for r in heldout.runs()}
+    assert heldout.RECIPE_OPTIONS and set(heldout.RECIPE_OPTIONS) <= labels
+    for label, options in heldout.RECIPE_OPTIONS.items():
+        (run,) = [r for r in heldout.runs() if r.label == label]
+        assert run.ep > 8 and options["moe_dispatcher"] in moe.DISPATCHERS  # an EP group across nodes
