@@ -58,7 +58,7 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
     layers = workload.get("layers") or PRESETS[workload["preset"]].layers
     if stages.layout_string(layers, run.pp, run.vp) is not None:
         cost["uneven_stages"] = "layout"
-    cost.update(heldout.RECIPE_OPTIONS.get(run.label, {}))  # what the run's recipe fixes beyond its table
+    cost.update(heldout.recipe_options(run))  # what the run's recipe fixes beyond its table
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},
             "cost": cost, "search": {"engine": "megatron-3d"}, "fix": fix or {}}
@@ -110,7 +110,7 @@ def predict(run: heldout.HeldOutRun) -> dict:
            "system": run.system, "precision": run.precision, "dtype": run.dtype, "gpus": run.gpus,
            "gbs": run.gbs, "seq_len": run.seq_len, "layout": layout(run), "measured_s": run.measured_s,
            "predicted_s": None, "error_percent": None, "feasible": None, "status": "", "plan": {}, "breakdown": {},
-           "recipe": heldout.RECIPE_OPTIONS.get(run.label, {})}
+           "recipe": heldout.recipe_options(run)}
     try:
         row["fix"] = pins(run)  # what `optmap run … --fix NAME=VALUE` would pin
         problem = optmap.build_problem(spec(run, row["fix"]))
@@ -227,7 +227,8 @@ def render(rows: list[dict], groups: list[dict]) -> str:
         head.append(f"| {g['group']} | {g['runs']} | {g['priced']} | {g['feasible']} | {mean} | {worst} | {g['bar']} |")
     sources = "\n".join(f"- `{key}`: {title}, <{url}>" for key, (title, url) in heldout.SOURCES.items())
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", "\n".join(head)).replace("{{TABLE}}", table)
-            .replace("{{WORST}}", worst_runs(rows)).replace("{{BY_SOURCE}}", by_source(rows))
+            .replace("{{WORST}}", worst_runs(rows)).replace("{{WORST_MOE}}", worst_runs(rows, "H100 MoE"))
+            .replace("{{BY_SOURCE}}", by_source(rows))
             .replace("{{SOURCES}}", sources))
 
 

@@ -15,6 +15,11 @@ Option ``attention`` of the ``megatron-3d`` cost model:
   ``s²`` tensors go through HBM; backward twice the GEMMs and the element-wise traffic. The
   published A100 runs of :mod:`.published` pin it.
 
+Sliding-window layers (:mod:`optmap.workload.window`) run the same fused kernel over the band of
+keys each query sees, ``w·s - w·(w-1)/2`` of the square (the kernel skips the blocks outside the
+band as it skips those above the diagonal); the unfused kernels compute the whole square and mask
+it. The average layer's share of the square is :func:`flash_share`.
+
 The products are priced as the batched GEMMs of their shapes (``s × s × head_dim`` per head and
 sample) on the compute model of :mod:`.compute`, so the GEMM shape curve applies to them alike.
 ``b`` is the micro-batch (fractional for a context-parallel rank, which holds ``b/cp`` of the
@@ -24,6 +29,7 @@ queries against all the keys: the same work as ``b/cp`` whole sequences).
 from __future__ import annotations
 
 import numpy as np
+from optmap.workload import window
 from optmap.workload.transformer import TransformerConfig
 
 ATTENTION = ("flash", "unfused")
@@ -37,16 +43,24 @@ def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused") ->
     heads = np.asarray(b, float) * cfg.heads / np.asarray(t, float)
     scores, context = dev.gemm_times(s, s, dq, batch=heads), dev.gemm_times(s, dv, s, batch=heads)  # QKᵀ, ·V
     if attention == "flash":
-        causal = 0.5 if cfg.causal else 1.0  # FA-2 §3.1.1: blocks above the diagonal are skipped
-        forward = causal * (scores[0] + context[0])
+        forward = flash_share(cfg) * (scores[0] + context[0])
         return forward, forward * FLASH_BACKWARD_PRODUCTS / FORWARD_PRODUCTS
     softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
     return scores[0] + context[0] + softmax_dropout, scores[1] + context[1] + 2.0 * softmax_dropout
 
 
+def flash_share(cfg: TransformerConfig) -> float:
+    """Share of the ``s × s`` square the fused kernel computes in the average layer: half with a
+    causal mask (FA-2 §3.1.1: blocks above the diagonal are skipped), the causal band in a
+    sliding-window layer (:func:`optmap.workload.window.causal_share`)."""
+    full = 0.5 if cfg.causal else 1.0
+    windowed = cfg.windowed_layers / cfg.layers
+    return (1.0 - windowed) * full + windowed * window.causal_share(cfg.seq_len, cfg.sliding_window)
+
+
 def recomputed_core_flops(cfg: TransformerConfig, attention: str = "unfused") -> float:
     """FLOPs per sample and layer that selective recomputation runs again: the core's two
     products, ``4·s²·inner`` (Korthikanti §5; over the query and value widths per head with latent
-    attention), halved by a causal flash kernel (FA-2 §3.1.1)."""
-    causal = 0.5 if attention == "flash" and cfg.causal else 1.0
-    return causal * 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)
+    attention), the share a flash kernel computes of them (:func:`flash_share`)."""
+    share = flash_share(cfg) if attention == "flash" else 1.0
+    return share * 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)

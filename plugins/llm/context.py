@@ -13,7 +13,9 @@ default ``--cp-comm-type p2p``): ``cp − 1`` steps forward, each sending the ra
 (``2 · 2 bytes · b · s/cp · kv_heads·head_dim / t``) to the next rank while one block of attention
 is computed; backward, ``cp − 1`` steps carry K, V and their gradients dK, dV (twice the bytes)
 beside one block of the backward. Only what outlasts the block's compute is exposed
-(:func:`ring_exposed`); recomputation (full or selective) repeats the forward ring.
+(:func:`ring_exposed`); recomputation (full or selective) repeats the forward ring. Sliding-window
+layers are priced with the whole ring too (an upper bound: a window shorter than a chunk needs only
+the neighbour's keys), against their smaller attention core.
 
 Rank order is Megatron-Core's default ``tp-cp-ep-dp-pp``: the ``cp`` ranks of a group are ``t``
 apart (:func:`.cluster.plan_links`); gradients are reduced over the ``dp·cp`` ranks that hold

@@ -112,6 +112,10 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
              ("--num-attention-heads", cfg.heads), ("--kv-channels", cfg.head_dim), ("--seq-length", cfg.seq_len)]
     if cfg.kv_heads is not None and cfg.kv_heads != cfg.heads:
         args += [("--group-query-attention", None), ("--num-query-groups", cfg.kv_heads)]
+    if cfg.sliding_window:  # Megatron-Core's window_size (keys before the query, after it) and full-layer period
+        args.append(("--window-size", f"{cfg.sliding_window - 1},0"))
+        if cfg.full_attention_every:
+            args.append(("--window-attn-skip-freq", cfg.full_attention_every))
     if cfg.mtp_layers:  # DeepSeek-V3's multi-token prediction modules (Megatron-Core MTP)
         args.append(("--mtp-num-layers", cfg.mtp_layers))
     if cfg.mla is not None:  # Megatron-LM's latent-attention arguments (--q-lora-rank absent: no query latent)

@@ -45,8 +45,8 @@ Left out, with the reason: the long-sequence tables of NeMo (``performance_long_
 give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
 published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
 either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
-not say whether multi-token prediction ran), GPT-OSS (sliding-window attention with sinks),
-Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
+not say whether multi-token prediction ran), 25.11's H100 GPT-OSS row (its gradient accumulation
+2 contradicts its PP 4: 512 / (16 × 4) = 8), Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
 ``transformer`` workload form here; the Bridge 25.09 section states no precision; GB300 / B300 /
 NVFP4 rows have no system or recipe here. The Bridge current page's H100 Qwen3-235B row of 25.11
 is garbled (a missing GBS); the archive's is used.
@@ -112,6 +112,7 @@ MODELS: dict[str, dict] = {
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
     "DeepSeekV3 (w/o MTP)": {"preset": "deepseek-v3", "moe": {}},  # the preset's 256 experts; MLA; 61 layers
     "DeepSeekV3 (w/ MTP)": {"preset": "deepseek-v3", "moe": {}, "mtp_layers": 1},  # one prediction module
+    "GPT-OSS-120B": {"preset": "gpt-oss-120b", "moe": {}},  # sliding window 128 on every other layer
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,
                         "moe": {"experts": 128, "top_k": 8, "d_ff": 1536, "shared_experts": 0, "shared_d_ff": 0,
                                 "dense_layers": 0}},  # Qwen3Config235B_A22B
@@ -204,6 +205,7 @@ BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
     ("Qwen3-30B-A3B", "FP8-MX", 8, 512, 1, 4096, 1, 1, 1, 1, 8, 0, 9299, 214),
     ("Qwen3-235B-A22B", "FP8-MX", 64, 1024, 1, 4096, 1, 8, 1, 2, 8, 0, 3269, 484),
     ("DeepSeekV3 (w/ MTP)", "FP8-MX", 256, 2048, 1, 4096, 1, 16, 1, 1, 8, 0, 2139, 557),
+    ("GPT-OSS-120B", "BF16", 64, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 8213, 223),
 ]) + _rows("bridge-25.11", "DGX-GB200", [
     ("LLAMA3-8B", "FP8-CS", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 31508, 1622),
     ("LLAMA3-8B", "FP8-MX", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 29789, 1533),
@@ -213,6 +215,7 @@ BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
     ("Qwen3-235B-A22B", "BF16", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 4916, 728),
     ("DeepSeekV3 (w/o MTP)", "BF16", 256, 4096, 1, 4096, 1, 4, 1, 4, 64, 0, 3139, 782),
     ("DeepSeekV3 (w/o MTP)", "FP8-MX", 256, 4096, 1, 4096, 1, 8, 1, 4, 32, 0, 4018, 1003),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 8192, 1, 1, 1, 1, 64, 0, 15876, 488),
 ])
 
 # Megatron-Bridge 26.02 (tables per model; DGX-H100, DGX-B200 and DGX-GB200 rows)
@@ -221,8 +224,10 @@ BRIDGE_26_02 = _rows("bridge-26.02", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, 0, 311, 784),
     ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 2, 1, 12, 8, 0, 5113, 118),
     ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1633, 242),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5993, 163),
 ]) + _rows("bridge-26.02", "DGX-B200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 1, 4096, 1, 1, 1, 1, 8, 0, 9691, 223),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 8047, 219),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 8, 0, 3805, 563),
 ]) + _rows("bridge-26.02", "DGX-GB200", [
     ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3613, 1623),
@@ -231,6 +236,7 @@ BRIDGE_26_02 = _rows("bridge-26.02", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 793, 2004),
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26084, 600),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 32, 0, 5448, 806),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15784, 428),
 ])
 
 
@@ -239,8 +245,10 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1639, 736),
     ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 2, 1, 12, 8, 0, 9058, 208),
     ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1611, 238),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5984, 163),
 ]) + _rows("bridge-26.02.01", "DGX-B200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26695, 614),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13722, 373),
 ]) + _rows("bridge-26.02.01", "DGX-GB200", [
     ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3837, 1724),
     ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4357, 1956),
@@ -248,12 +256,15 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 818, 2063),
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26373, 607),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 32, 0, 5530, 819),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15754, 428),
 ]) + _rows("bridge-26.04", "DGX-H100", [
     ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1633, 734),
     ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8901, 205),
     ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1686, 250),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5810, 158),
 ]) + _rows("bridge-26.04", "DGX-B200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26859, 618),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13045, 355),
 ]) + _rows("bridge-26.04", "DGX-GB200", [
     ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3828, 1721),
     ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4143, 1861),
@@ -261,14 +272,17 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 842, 2126),
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26032, 599),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5672, 840),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15938, 433),
 ]) + _rows("bridge-26.04.01", "DGX-H100", [
     ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1664, 731),
     ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, 0, 328, 827),
     ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8960, 206),
     ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1712, 253),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5824, 158),
 ]) + _rows("bridge-26.04.01", "DGX-B200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 27136, 619),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 8, 0, 3776, 560),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13568, 369),
 ]) + _rows("bridge-26.04.01", "DGX-GB200", [
     ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4224, 1892),
     ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3712, 1664),
@@ -276,6 +290,7 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 800, 1994),
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26112, 599),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5680, 840),
+    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 16640, 452),
 ]) + _rows("bridge-26.06", "DGX-H100", [
     ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, None, 326, 822),
     ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, None, 8826, 203),
@@ -284,21 +299,35 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, None, 783, 1976),
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40706, 936),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7376, 1092),
+    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 28947, 943),
 ]) + _rows("bridge-26.06.01", "DGX-GB200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40960, 937),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7360, 1089),
+    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 18304, 597),  # cuDNN regression (footnote)
 ]) + _rows("bridge-26.08", "DGX-GB200", [
     ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 39936, 923),
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7280, 1077),
+    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 28672, 934),
 ])
 
 
-# cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously:
-# Qwen3-30B-A3B's H100 layout EP 16 (PP 1) came with the HybridEP flex dispatcher and without the
-# all-to-all overlap (Megatron-Bridge 4a64507559, "Update Qwen3 30B H100 Base Configs with HybridEP",
-# 2026-02-23: expert_model_parallel_size=16, moe_a2a_overlap=False, moe_flex_dispatcher_backend="hybridep")
-RECIPE_OPTIONS: dict[str, dict] = {
-    f"Qwen3-30B-A3B FP8 16 H100 (bridge-{c})": {"moe_dispatcher": "hybridep"} for c in ("26.04", "26.04.01", "26.06")}
+# Cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously:
+# * every Megatron-Bridge performance recipe reduces and keeps its gradients in bf16
+#   (``cfg.ddp.grad_reduce_in_fp32 = False`` in each model's ``scripts/performance/configs/*/
+#   *_llm_pretrain.py``, at c3e43e6aa of 2025-12 and 21d102f5e of 2026-05), where Megatron-LM's
+#   default for bf16 is fp32: ``grad_bytes = 2``;
+# * Qwen3-30B-A3B's H100 layout EP 16 (PP 1) came with the HybridEP flex dispatcher (Megatron-Bridge
+#   4a64507559, "Update Qwen3 30B H100 Base Configs with HybridEP", 2026-02-23:
+#   expert_model_parallel_size=16, moe_a2a_overlap=False, moe_flex_dispatcher_backend="hybridep").
+_HYBRIDEP = {f"Qwen3-30B-A3B FP8 16 H100 (bridge-{c})" for c in ("26.04", "26.04.01", "26.06")}
+
+
+def recipe_options(run: HeldOutRun) -> dict:
+    """The ``[cost]`` options ``run``'s recipe fixes (see above); empty for NeMo 24.07."""
+    options = {"grad_bytes": 2} if run.source.startswith("bridge-") else {}
+    if run.label in _HYBRIDEP:
+        options["moe_dispatcher"] = "hybridep"
+    return options
 
 
 def runs() -> list[HeldOutRun]:

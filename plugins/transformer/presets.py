@@ -142,13 +142,25 @@ DEEPSEEK_V3 = TransformerConfig(name="deepseek-v3", kind="decoder-only", layers=
                                 moe=MoEConfig(256, 8, 2048, shared_experts=1, shared_d_ff=2048, dense_layers=3),
                                 mla=MLAConfig(kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, v_head_dim=128))
 
+# openai/gpt-oss-120b config: 36 layers, hidden 2880, 64 heads of 64, 8 kv heads, attention and
+# expert biases, 128 experts of intermediate 2880 (gated), 4 per token, vocab 201088, untied,
+# RMSNorm; sliding_window 128 on every other layer, the first windowed ("layer_types": sliding,
+# full, ...; Megatron-Core window_attn_skip_freq 2). Its per-head attention sinks (one logit each,
+# 2,304 in all) are left out. 116.8B total, 5.1B active not counting the 0.58B embedding table
+# (OpenAI, gpt-oss-120b model card, 2025).
+GPT_OSS_120B = TransformerConfig(name="gpt-oss-120b", kind="decoder-only", layers=36, d_model=2880, heads=64,
+                                 head_dim=64, d_ff=2880, seq_len=4096, vocab=201088, bias=True, norm_params=1,
+                                 final_norm=True, tied_output=False, kv_heads=8, gated_mlp=True,
+                                 moe=MoEConfig(128, 4, 2880), sliding_window=128, full_attention_every=2)
+
 PRESETS: dict[str, TransformerConfig] = {
     c.name: c for c in (TF8, TF16, TF32, TF64, BERT_BASE, BERT_LARGE,
                         GPT2_SMALL, GPT2_MEDIUM, GPT2_LARGE, GPT2_XL,
                         MEGATRON_22B, GPT3_175B, TURING_530B, MEGATRON_1T,
                         LLAMA2_7B, LLAMA2_70B, LLAMA3_8B, LLAMA3_70B, LLAMA31_405B,
                         GPT3_5B, GPT3_20B, NEMOTRON4_340B,
-                        MIXTRAL_8X7B, MIXTRAL_8X22B, QWEN3_30B_A3B, QWEN3_235B_A22B, DEEPSEEK_V3)
+                        MIXTRAL_8X7B, MIXTRAL_8X22B, QWEN3_30B_A3B, QWEN3_235B_A22B, DEEPSEEK_V3,
+                        GPT_OSS_120B)
 }
 
 # Presets refused with a reason (one line): architectures this model does not represent honestly.

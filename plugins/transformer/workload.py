@@ -24,6 +24,10 @@ prefix. Per block:
   and are repeated to the query width before the attention matmuls (``k_expand``, ``v_expand``: a
   concat of the projection and identity copies, Hugging Face's ``repeat_kv``), so the matmul MACs
   are exactly the grouped attention's.
+* sliding-window attention (``sliding_window`` keys, every ``full_attention_every``-th layer full;
+  :mod:`optmap.workload.window`): a windowed layer's ``scores`` and ``context`` take a band of
+  ``sliding_window`` keys and values (``k_window``, ``v_window``: slices, no FLOPs), so its
+  products are ``S × window`` as the config counts them.
 
 Representation limits (the IR has no reshape, gather or embedding op):
 
@@ -47,7 +51,7 @@ from typing import Literal
 from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
-from optmap.workload.general_ops import COPY
+from optmap.workload.general_ops import COPY, SLICE
 from optmap.workload.mla import MLAConfig
 from optmap.workload.moe import MoEConfig
 from optmap.workload.transformer import TransformerConfig, TransformerWorkload
@@ -57,7 +61,9 @@ from .presets import PRESETS
 
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
-           "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output", "mtp_layers")
+           "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output", "mtp_layers",
+           "sliding_window", "full_attention_every")
+_MAY_BE_ZERO = ("max_positions", "mtp_layers", "sliding_window", "full_attention_every")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
 _MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers")
 _MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
@@ -102,14 +108,16 @@ def _repeat(b: WorkloadBuilder, x: str, times: int, name: str) -> str:
 
 
 def _attention(b: WorkloadBuilder, x: str, prefix: str, inner: int, kv_inner: int, pre_ln: bool,
-               bias: bool, memory: str | None) -> str:
-    """One (self- or cross-) attention block; returns its output tensor."""
+               bias: bool, memory: str | None, window: int = 0) -> str:
+    """One (self- or cross-) attention block, over a band of ``window`` keys when given; returns its output."""
     d = b.shape(x)[-1]
     h = b.layernorm(x, name=f"{prefix}.norm") if pre_ln else x
     kv = h if memory is None else memory
     q = b.linear(h, inner, bias=bias, name=f"{prefix}.q")
     k = b.linear(kv, kv_inner, bias=bias, name=f"{prefix}.k")
     v = b.linear(kv, kv_inner, bias=bias, name=f"{prefix}.v")
+    if window and window < b.shape(k)[0]:  # each query against its window of keys (optmap.workload.window)
+        k, v = (b.op(SLICE, t, (window, kv_inner), name=f"{prefix}.{n}_window") for n, t in (("k", k), ("v", v)))
     k = _repeat(b, k, inner // kv_inner, f"{prefix}.k_expand")
     v = _repeat(b, v, inner // kv_inner, f"{prefix}.v_expand")
     s = b.matmul(q, k, transpose_b=True, name=f"{prefix}.scores")  # Eq. 1: Q·Kᵀ (heads folded)
@@ -206,7 +214,8 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
                 x = _latent_attention(b, x, blk.name, cfg)
             else:
                 x = _attention(b, x, blk.name, inner, cfg.kv_inner, pre_ln, cfg.bias,
-                               memory if blk.kind == "cross_attn" else None)
+                               memory if blk.kind == "cross_attn" else None,
+                               cfg.sliding_window if cfg.is_windowed_layer(blk.layer) else 0)
         if cfg.final_norm:
             x = b.layernorm(x, name=f"{stack}.final_norm")
     if cfg.lm_head:
@@ -216,7 +225,8 @@ def transformer_graph(cfg: TransformerConfig, activation: str | None = None) -> 
                           name=f"mtp{k}.concat")
         x = b.linear(joined, d, bias=False, name=f"mtp{k}.proj")
         x = _latent_attention(b, x, f"mtp{k}.self_attn", cfg) if cfg.mla else _attention(
-            b, x, f"mtp{k}.self_attn", inner, cfg.kv_inner, pre_ln, cfg.bias, None)
+            b, x, f"mtp{k}.self_attn", inner, cfg.kv_inner, pre_ln, cfg.bias, None,
+            cfg.sliding_window if cfg.is_windowed_layer(cfg.layers - 1) else 0)
         x = _moe_ffn(b, x, f"mtp{k}.ffn", cfg, pre_ln, act) if cfg.moe else _ffn(
             b, x, f"mtp{k}.ffn", cfg.d_ff, pre_ln, cfg.bias, act, cfg.gated_mlp)
         b.linear(b.layernorm(x, name=f"mtp{k}.norm"), cfg.vocab, bias=False, name=f"mtp{k}.head")
@@ -286,6 +296,8 @@ def transformer(
     max_positions: Dimension | None = None,
     tied_output: bool | None = None,
     mtp_layers: ints(0, 64) | None = None,
+    sliding_window: ints(0, MAX_DIMENSION) | None = None,
+    full_attention_every: ints(0, 4096) | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
     moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
     mla: dict[str, ints(0, MAX_DIMENSION)] | None = None,
@@ -302,7 +314,8 @@ def transformer(
     Without a preset, kind, layers, d_model, heads, d_ff, seq_len and vocab are required
     (head_dim defaults to d_model / heads, decoder_layers is needed for encoder-decoder).
     ``activation`` only names the FFN non-linearity in the layer graph (no effect on costs).
-    Mixture-of-experts presets: mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b; dense
+    Mixture-of-experts presets: mixtral-8x7b, mixtral-8x22b, qwen3-30b-a3b, qwen3-235b-a22b,
+    gpt-oss-120b; dense
     ones beside Llama: nemotron-4-340b, gpt3-5b, gpt3-20b (NeMo's GPT-3). ``moe`` (the
     ``[workload.moe]`` table: ``experts``, ``top_k``, ``d_ff`` per expert, ``shared_experts``,
     ``shared_d_ff`` per shared expert, ``dense_layers`` leading dense layers;
@@ -312,11 +325,13 @@ def transformer(
     multi-head latent attention, as the ``deepseek-v3`` preset has (``head_dim`` is then the
     per-head key width without the rotary part). ``mtp_layers`` adds DeepSeek-V3's multi-token
     prediction modules (§2.2) after the last layer: a projection of the hidden state and the next
-    token's embedding, one more layer and the shared output head each.
+    token's embedding, one more layer and the shared output head each. ``sliding_window`` gives
+    the layers sliding-window attention over that many keys, every ``full_attention_every``-th
+    layer attending fully (:mod:`optmap.workload.window`; the ``gpt-oss-120b`` preset: 128, 2).
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name not in ("max_positions", "mtp_layers"):
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0 and name not in _MAY_BE_ZERO:
             raise OptmapError(f"transformer: {name} must be a positive integer, got {value}")
     if moe is not None:
         base = PRESETS[preset].moe if preset in PRESETS else None

@@ -50,6 +50,7 @@ import numpy as np
 
 from optmap.workload import mla as latent
 from optmap.workload import moe as moe_mlp
+from optmap.workload import window as swa
 from optmap.workload.graph import Workload
 from optmap.workload.mla import MLAConfig
 from optmap.workload.moe import MoEConfig
@@ -129,6 +130,8 @@ class TransformerConfig:
     moe: MoEConfig | None = None  # mixture-of-experts MLPs (:mod:`optmap.workload.moe`); None = dense
     mla: MLAConfig | None = None  # multi-head latent attention (:mod:`optmap.workload.mla`); None = Q, K, V
     mtp_layers: int = 0  # multi-token prediction modules after the last layer (DeepSeek-V3 §2.2)
+    sliding_window: int = 0  # keys a windowed layer's query attends to (:mod:`optmap.workload.window`); 0 = none
+    full_attention_every: int = 0  # with a window: every n-th layer attends fully (0: every layer windowed)
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
@@ -143,6 +146,9 @@ class TransformerConfig:
             raise ValueError("latent attention (mla) is modelled for decoder-only stacks without kv_heads")
         if self.mtp_layers < 0 or (self.mtp_layers and self.kind != "decoder-only"):
             raise ValueError(f"mtp_layers = {self.mtp_layers}: multi-token prediction is for decoder-only stacks, >= 0")
+        swa.validate(self.sliding_window, self.full_attention_every)
+        if self.sliding_window and (self.mla is not None or self.kind != "decoder-only"):
+            raise ValueError("sliding-window attention is modelled for decoder-only stacks without latent attention")
         if self.moe is not None and self.moe.dense_layers > self.layers:
             raise ValueError(f"moe: dense_layers = {self.moe.dense_layers} exceeds layers = {self.layers}")
 
@@ -223,6 +229,15 @@ class TransformerConfig:
     def is_moe_layer(self, layer: int) -> bool:
         return self.moe is not None and layer >= self.moe.dense_layers
 
+    def is_windowed_layer(self, layer: int) -> bool:
+        """True where ``layer`` (0-based) attends to the sliding window (:mod:`optmap.workload.window`)."""
+        return swa.is_windowed(layer, self.sliding_window, self.full_attention_every)
+
+    @property
+    def windowed_layers(self) -> int:
+        """Layers that attend to the sliding window (0 without one)."""
+        return sum(self.is_windowed_layer(layer) for layer in range(self.layers))
+
     def _block_params(self, kind: BlockKind, moe_layer: bool = False) -> int:
         d, a, kv, b = self.d_model, self.inner, self.kv_inner, int(self.bias)
         norm = self.norm_params * d  # one LayerNorm per block
@@ -286,7 +301,7 @@ class TransformerConfig:
             self.moe, self.d_model, self.gated_mlp, self.bias)
 
     # ---- blocks ---------------------------------------------------------------------------------
-    def _block_flops_fwd(self, kind: BlockKind, stack: str, moe_layer: bool = False) -> float:
+    def _block_flops_fwd(self, kind: BlockKind, stack: str, moe_layer: bool = False, windowed: bool = False) -> float:
         d, a, kv = self.d_model, self.inner, self.kv_inner
         s = self.seq_len
         if kind == "ffn" and moe_layer:  # router + top_k experts + shared experts (optmap.workload.moe)
@@ -297,7 +312,7 @@ class TransformerConfig:
             return latent.attention_flops_fwd(self.mla, s, d, self.heads, self.head_dim)
         if kind == "self_attn":
             proj = 2.0 * s * d * (a + 2 * kv) + 2.0 * s * a * d  # QKV + output projection
-            return proj + 2 * 2.0 * s * s * a  # Eq. 1: Q·K^T and softmax(.)·V
+            return proj + 2 * 2.0 * s * swa.keys(s, self.sliding_window, windowed) * a  # Eq. 1: Q·K^T, softmax(.)·V
         m = self.src_len
         proj = 2.0 * s * d * a + 2.0 * m * d * 2 * kv + 2.0 * s * a * d  # Q, K/V of memory, output
         return proj + 2 * 2.0 * s * m * a  # Eq. 1 with keys from the encoder
@@ -315,7 +330,7 @@ class TransformerConfig:
                 mask_src = len(out)  # the layer's self_attn drives its token mask (note D10)
                 moe_layer = self.is_moe_layer(layer)
                 for kind in kinds:
-                    f = self._block_flops_fwd(kind, stack, moe_layer)
+                    f = self._block_flops_fwd(kind, stack, moe_layer, self.is_windowed_layer(layer))
                     extra = self.src_len * d if (kind == "cross_attn" and self.cross_kv_grad) else 0
                     out.append(Block(index=len(out), layer=layer, stack=stack, kind=kind,
                                      tokens=self.seq_len, flops_fwd=f, flops_bwd=self.bwd_factor * f,
@@ -348,8 +363,9 @@ class TransformerConfig:
         layer (as the last layer's) and the shared output head once more (DeepSeek-V3 §2.2)."""
         if not self.mtp_layers:
             return 0.0
-        s, d, last = self.seq_len, self.d_model, self.is_moe_layer(self.layers - 1)
-        layer = self._block_flops_fwd("self_attn", "dec") + self._block_flops_fwd("ffn", "dec", last)
+        s, d, last = self.seq_len, self.d_model, self.layers - 1
+        layer = (self._block_flops_fwd("self_attn", "dec", windowed=self.is_windowed_layer(last))
+                 + self._block_flops_fwd("ffn", "dec", self.is_moe_layer(last)))
         return self.mtp_layers * (2.0 * s * 2 * d * d + layer + self.head_flops_fwd())
 
     def flops_fwd(self) -> float:
