@@ -316,17 +316,37 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 #   (``cfg.ddp.grad_reduce_in_fp32 = False`` in each model's ``scripts/performance/configs/*/
 #   *_llm_pretrain.py``, at c3e43e6aa of 2025-12 and 21d102f5e of 2026-05), where Megatron-LM's
 #   default for bf16 is fp32: ``grad_bytes = 2``;
-# * Qwen3-30B-A3B's H100 layout EP 16 (PP 1) came with the HybridEP flex dispatcher (Megatron-Bridge
-#   4a64507559, "Update Qwen3 30B H100 Base Configs with HybridEP", 2026-02-23:
-#   expert_model_parallel_size=16, moe_a2a_overlap=False, moe_flex_dispatcher_backend="hybridep").
-_HYBRIDEP = {f"Qwen3-30B-A3B FP8 16 H100 (bridge-{c})" for c in ("26.04", "26.04.01", "26.06")}
+# * the HybridEP flex dispatcher (``moe_flex_dispatcher_backend="hybridep"``) wherever the recipe
+#   names it for the run's model, system and layout at both recipe commits read (c3e43e6aa,
+#   21d102f5e): Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 on GB200 (their GB200 configs);
+#   Qwen3-30B-A3B on DGX B200 at micro-batch 4 (0ec1df783, 2026-02-27, "Fix Qwen3 30B A3B B200 perf
+#   config to use hybridep+flex dispatcher", which brought micro-batch 4) and on H100 with EP 16
+#   (4a64507559, 2026-02-23, which brought EP 16). The other MoE rows keep the alltoall default:
+#   their recipes name none, or name DeepEP where the 26.02 release notes say the container lacks it;
+# * the expert all-to-all overlap (``moe_a2a_overlap=True``) where every recipe commit read that has
+#   the layout sets it: Qwen3-235B-A22B on H100 (all three), Qwen3-30B-A3B on H100 with EP 8 and
+#   Qwen3-235B-A22B on 64 B200s (c3e43e6aa, the only commit with those layouts).
+
+
+def _hybridep(run: HeldOutRun) -> bool:
+    if run.system == "DGX-GB200":
+        return run.model in ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeekV3 (w/o MTP)")
+    return run.model == "Qwen3-30B-A3B" and ((run.system, run.mbs) == ("DGX-B200", 4) or run.ep == 16)
+
+
+def _a2a_overlap(run: HeldOutRun) -> bool:
+    if run.system == "DGX-H100":
+        return run.model == "Qwen3-235B-A22B" or (run.model == "Qwen3-30B-A3B" and run.ep == 8)
+    return (run.model, run.system, run.gpus) == ("Qwen3-235B-A22B", "DGX-B200", 64)
 
 
 def recipe_options(run: HeldOutRun) -> dict:
     """The ``[cost]`` options ``run``'s recipe fixes (see above); empty for NeMo 24.07."""
     options = {"grad_bytes": 2} if run.source.startswith("bridge-") else {}
-    if run.label in _HYBRIDEP:
+    if _hybridep(run):
         options["moe_dispatcher"] = "hybridep"
+    if _a2a_overlap(run):
+        options["moe_a2a_overlap"] = True
     return options
 
 

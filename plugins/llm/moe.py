@@ -17,11 +17,14 @@ router, ``experts`` expert MLPs (``top_k`` per token) and optional shared expert
   its own tokens (``b·s/t``: Megatron-Core refuses MoE training with t > 1 without sequence
   parallelism, ``moe_layer.py``), permutes the ``top_k`` copies of each token by expert
   (memory-bound: read and write each copy), sends them to the experts' ranks (**dispatch**,
-  all-to-all over the EP group), all-gathers them over the ETP group, runs the local experts'
+  all-to-all over the EP group), all-gathers them over the ETP group, sorts what arrived by local
+  expert when the rank holds more than one ("permutation 2", ``sort_chunks_by_idxs`` in
+  ``token_dispatcher.py``: another read and write of every copy), runs the local experts'
   grouped GEMM (``--moe-grouped-gemm``: Transformer Engine's GroupedLinear, one cuBLAS GEMM and,
-  with FP8, one cast per local expert), and reverses the path (reduce-scatter over ETP,
+  with FP8, one cast per local expert), and reverses the path (un-sort, reduce-scatter over ETP,
   **combine** all-to-all, un-permute and weight by the router's probabilities). Backward runs the
-  same two all-to-alls on the gradients; full recomputation runs the forward's again.
+  same two all-to-alls on the gradients; full recomputation runs the forward's again. The flex
+  dispatchers' fused kernels deliver the copies grouped by expert, without the sort.
 * **balanced routing**: every rank receives ``b·s/t·top_k`` token copies; the busiest rank, which
   every other waits for, gets ``moe_load_imbalance`` (≥ 1, default 1.0) times that (its expert
   GEMMs, all-to-all volume and dispatched activations).
@@ -109,7 +112,8 @@ class MLPTimes:
     shared_in: np.ndarray
 
 
-def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbalance: float) -> MLPTimes:
+def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbalance: float,
+              dispatcher: str = "alltoall") -> MLPTimes:
     """Router, permutation, the local experts' grouped GEMMs and the shared experts (see the module
     docstring); ``lin`` prices the expert GEMMs (FP8 recipes), ``dev`` the router and element-wise work."""
     moe, h = cfg.moe, cfg.d_model
@@ -117,14 +121,16 @@ def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbala
     tokens = local_tokens(cfg, b, t, sp)
     router = dev.gemm_times(tokens, moe.experts, h)  # logits = x · W_router
     # softmax and top-k over the fp32 logits (read, write), then permute and un-permute every
-    # routed copy of [h] (read + write each, 16-bit), the un-permute also scaling by its probability
+    # routed copy of [h] (read + write each, 16-bit), the un-permute also scaling by its probability;
+    # the alltoall dispatcher also sorts and un-sorts them by local expert (more than one per rank)
+    local = moe.experts / ep
     copies = tokens * moe.top_k * imbalance
     route = dev.memory_time(2.0 * ROUTER_BYTES * tokens * moe.experts, kernels=2)
-    permute = dev.memory_time(2.0 * 2.0 * ACT_BYTES * copies * h, kernels=2)
+    passes = 2.0 + np.where((local > 1) & (dispatcher == "alltoall"), 2.0, 0.0)
+    permute = dev.memory_time(passes * 2.0 * ACT_BYTES * copies * h, kernels=passes)
     # the experts/ep local experts, each on its share of the copies gathered over etp: Transformer
     # Engine's GroupedLinear runs one GEMM per local expert (its grouped GEMM loops cuBLAS over them,
     # ``general_grouped_gemm``), so each is priced, launch included, as its own GEMM
-    local = moe.experts / ep
     rows = copies * etp / local
     width_in = (2 if cfg.gated_mlp else 1) * moe.d_ff / etp
     w1, w2 = (tuple(local * x for x in lin.gemm_times(rows, n, k)) for n, k in ((width_in, h), (h, moe.d_ff / etp)))
@@ -197,18 +203,26 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp
     return 2.0 * once + again  # forward and backward (+ the recomputed forward)
 
 
-def overlapped(exchange, compute, p, v, m) -> np.ndarray:
+def overlapped(exchange, attention, mlp, p, v, m) -> np.ndarray:
     """Exposed seconds of a layer's token exchange with Megatron-Core's expert-parallel all-to-all
     overlap (cost option ``moe_a2a_overlap``, ``--overlap-moe-expert-parallel-comm``; Megatron-Core
-    MoE guide: "merging FWD-BWD passes of adjacent micro-batches"): in the schedule's steady state
-    one micro-batch's dispatch and combine run beside another's computation of the layer, hiding up
-    to that ``compute``; the warm-up chunks run alone (Megatron-Core ``schedules.py``, first stage:
-    ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least the first forward)."""
+    MoE guide: "merging FWD-BWD passes of adjacent micro-batches"). In the schedule's steady state
+    a layer's forward of one micro-batch runs beside its backward of another, each all-to-all on
+    the communication stream beside one computation (``TransformerLayerSchedulePlan.run``,
+    ``model_chunk_schedule_plan.py``): the backward's combine beside the forward's attention
+    (``attention``: forward, backward seconds), the forward's dispatch beside the backward's expert
+    MLP, the backward's dispatch beside the forward's expert MLP (``mlp``), the forward's combine
+    beside the backward's attention; each hides up to its partner. ``exchange`` is the layer's four
+    all-to-alls (and a recomputed forward's two). The warm-up chunks run alone (Megatron-Core
+    ``schedules.py``, first stage: ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least
+    the first forward)."""
     p, v = np.asarray(p, float), np.asarray(v, float)
     chunks = np.asarray(m, float) * v
     warm = np.where(v > 1, (p - 1.0) * 2.0 + (v - 1.0) * p, np.maximum(p - 1.0, 1.0))
     paired = np.maximum(0.0, chunks - warm) / chunks
-    return exchange - paired * np.minimum(exchange, compute)
+    once = np.asarray(exchange, float) / 4.0  # one of the four all-to-alls
+    hidden = sum(np.minimum(once, partner) for partner in (*attention, *mlp))
+    return exchange - paired * hidden
 
 
 def routed_activations(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_bytes: float,

@@ -82,6 +82,8 @@ class LayerTimes:
     qkv: np.ndarray  # the QKV GEMM's backward (its GEMMs hide the column-parallel collectives)
     mlp_in: np.ndarray  # the MLP-in GEMM's backward (likewise)
     core_backward: np.ndarray = 0.0  # the attention core, backward (hides the context-parallel ring)
+    experts_forward: np.ndarray = 0.0  # a MoE layer's routed-expert MLP, forward (the rest is attention)
+    experts_backward: np.ndarray = 0.0  # likewise, backward
 
 
 def optimizer_bytes(grad_bytes: float) -> float:
@@ -137,7 +139,8 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
         mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
         mlp_hide, act_bytes = mlp_in[1], 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
     else:  # router, token permutation and the local experts (:mod:`.moe`), priced whole
-        experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance)
+        experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance,
+                                opts.moe_dispatcher)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
     core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention)
@@ -153,7 +156,8 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     gemms = (qkv, proj, mlp_in, mlp_out)
     forward = sum(g[0] for g in gemms) + core_f + elementwise + cast_forward
     backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise + cast_backward
-    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b)
+    routed = (0.0, 0.0) if cfg.moe is None else mlp_in
+    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b, *routed)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -219,7 +223,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
         cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
     if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
-        ep_layer = moe.overlapped(ep_layer, f_layer + b_layer, p, v, m)
+        mlp = (lt.experts_forward, lt.experts_backward)
+        ep_layer = moe.overlapped(ep_layer, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
     cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
     dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t

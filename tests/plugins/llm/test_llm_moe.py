@@ -189,25 +189,34 @@ def test_imbalance_slows_the_busiest_rank():
 def test_each_local_expert_is_its_own_gemm():
     # Transformer Engine's GroupedLinear loops cuBLAS over the local experts, so every expert GEMM has its
     # launch: Mixtral's 8 experts on one rank (ep 1), bf16. Kernel launches, forward: the router GEMM, 8 × 2
-    # expert GEMMs, softmax/top-k (2), permute/un-permute (2), the activation (1) = 22; backward: the
-    # router's 2, 8 × 2 × 2 expert input and weight gradients, twice the 5 element-wise = 44
+    # expert GEMMs, softmax/top-k (2), permute/un-permute (2), sort/un-sort by local expert (2: the
+    # alltoall dispatcher's permutation 2), the activation (1) = 24; backward: the router's 2, 8 × 2 × 2
+    # expert input and weight gradients, twice the 7 element-wise = 48
     from optmap.plugins.llm.compute import H100_FIT, Device
     cfg = PRESETS["mixtral-8x7b"]
     timed = Device(989.4e12, 3350e9, H100_FIT)
     free = Device(989.4e12, 3350e9, dataclasses.replace(H100_FIT, launch=0.0))
     a, b = (moe.mlp_times(cfg, d, d, 1.0, 1.0, False, 1.0, 1.0, 1.0) for d in (timed, free))
-    assert float(a.forward - b.forward) == pytest.approx(22 * H100_FIT.launch)
-    assert float(a.backward - b.backward) == pytest.approx(44 * H100_FIT.launch)
+    assert float(a.forward - b.forward) == pytest.approx(24 * H100_FIT.launch)
+    assert float(a.backward - b.backward) == pytest.approx(48 * H100_FIT.launch)
+    # the flex dispatchers' kernels deliver the copies grouped by expert: no sort
+    flex = moe.mlp_times(cfg, timed, timed, 1.0, 1.0, False, 1.0, 1.0, 1.0, "deepep")
+    flex_free = moe.mlp_times(cfg, free, free, 1.0, 1.0, False, 1.0, 1.0, 1.0, "deepep")
+    assert float(flex.forward - flex_free.forward) == pytest.approx(22 * H100_FIT.launch)
 
 
 def test_all_to_all_overlap_by_hand():
     # the schedule's warm-up: pipeline 4 without interleaving runs p - 1 = 3 of its 16 micro-batches
-    # (256 / 16) alone; the other 13 hide their dispatch and combine behind another micro-batch's
-    # layer compute (up to it). Interleaved (v 2): (4-1)·2 + (2-1)·4 = 10 of 32 chunks alone
-    assert float(moe.overlapped(1.0, 5.0, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16)
-    assert float(moe.overlapped(1.0, 0.25, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.25)
-    assert float(moe.overlapped(1.0, 5.0, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
-    assert float(moe.overlapped(1.0, 5.0, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
+    # (256 / 16) alone; the other 13 hide each of their four all-to-alls (a quarter of the exchange)
+    # behind its partner in another micro-batch (Megatron-Core's TransformerLayerSchedulePlan.run):
+    # combine_bwd ‖ attention fwd, dispatch_fwd ‖ MLP bwd, dispatch_bwd ‖ MLP fwd, combine_fwd ‖
+    # attention bwd. Interleaved (v 2): (4-1)·2 + (2-1)·4 = 10 of 32 chunks alone
+    big = ((5.0, 5.0), (5.0, 5.0))
+    assert float(moe.overlapped(1.0, *big, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16)
+    # short partners hide only themselves: 0.1 + 0.2 + 0.25 (capped at a quarter) + 0.05 = 0.6
+    assert float(moe.overlapped(1.0, (0.1, 0.2), (0.3, 0.05), 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.6)
+    assert float(moe.overlapped(1.0, *big, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
+    assert float(moe.overlapped(1.0, *big, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
     # in a plan: Mixtral on 64 H100s, pipeline 4 (plan()); only the expert exchange changes, and the
     # pipeline bubble with it (a shorter stage)
     off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan()) for x in (False, True))
