@@ -47,8 +47,9 @@ NEUTRAL = {"context_parallel": 1, "expert_parallel": 1, "fsdp": False}
 STATUS_CHARS = 160  # the page cuts longer messages (the JSON keeps them whole)
 
 
-def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
-    """The run as a problem (a TOML file's tables as a dict)."""
+def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True) -> dict:
+    """The run as a problem (a TOML file's tables as a dict); ``recipe``: with the cost options its
+    recipe states (:func:`.heldout.recipe_options`), else the issue's problem file as written."""
     topology, accelerator = heldout.SYSTEMS[run.system]
     workload = {"model": "transformer", **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs,
                 "dtype": run.dtype}
@@ -58,7 +59,7 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None) -> dict:
     layers = workload.get("layers") or PRESETS[workload["preset"]].layers
     if stages.layout_string(layers, run.pp, run.vp) is not None:
         cost["uneven_stages"] = "layout"
-    cost.update(heldout.recipe_options(run))  # what the run's recipe fixes beyond its table
+    cost.update(heldout.recipe_options(run) if recipe else {})  # what the run's recipe fixes beyond its table
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},
             "cost": cost, "search": {"engine": "megatron-3d"}, "fix": fix or {}}
@@ -104,16 +105,17 @@ def problem_toml(run: heldout.HeldOutRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-def predict(run: heldout.HeldOutRun) -> dict:
-    """One row: measured and predicted iteration time, the plan, its time breakdown, the status."""
+def predict(run: heldout.HeldOutRun, recipe: bool = True) -> dict:
+    """One row: measured and predicted iteration time, the plan, its time breakdown, the status
+    (``recipe``: with the cost options the run's recipe states, as :func:`spec`)."""
     row = {"label": run.label, "group": run.group, "source": run.source, "model": run.model,
            "system": run.system, "precision": run.precision, "dtype": run.dtype, "gpus": run.gpus,
            "gbs": run.gbs, "seq_len": run.seq_len, "layout": layout(run), "measured_s": run.measured_s,
            "predicted_s": None, "error_percent": None, "feasible": None, "status": "", "plan": {}, "breakdown": {},
-           "recipe": heldout.recipe_options(run)}
+           "recipe": heldout.recipe_options(run) if recipe else {}}
     try:
         row["fix"] = pins(run)  # what `optmap run … --fix NAME=VALUE` would pin
-        problem = optmap.build_problem(spec(run, row["fix"]))
+        problem = optmap.build_problem(spec(run, row["fix"], recipe))
     except optmap.OptmapError as exc:
         row["status"] = f"not yet modelled: {exc}"
         return row
@@ -205,7 +207,18 @@ def worst_runs(rows: list[dict], group: str = "H100 dense", n: int = 3) -> str:
     return "\n".join(lines)
 
 
-def render(rows: list[dict], groups: list[dict]) -> str:
+def summary_table(groups: list[dict]) -> str:
+    head = ["| group | runs | priced | feasible | mean \\|error\\| | max \\|error\\| | issue 25's bar |",
+            "|---|---:|---:|---:|---:|---:|---|"]
+    for g in groups:
+        mean = f"{g['mean_abs_error_percent']:.1f} %" if g["mean_abs_error_percent"] is not None else "—"
+        worst = f"{g['max_abs_error_percent']:.1f} %" if g["max_abs_error_percent"] is not None else "—"
+        head.append(f"| {g['group']} | {g['runs']} | {g['priced']} | {g['feasible']} | {mean} | {worst} | {g['bar']} |")
+    return "\n".join(head)
+
+
+def render(rows: list[dict], groups: list[dict], plain: list[dict]) -> str:
+    """The page: ``groups`` summarises ``rows`` (recipe options on), ``plain`` the runs without them."""
     lines = ["| run | GPUs | GBS × seq | t·p·c·e·d / mb / v | measured s | predicted s | error | planner's choice "
              "| status |", "|---|---:|---|---|---:|---:|---:|---|---|"]
     for r in rows:
@@ -219,14 +232,9 @@ def render(rows: list[dict], groups: list[dict]) -> str:
         lines.append(f"| {r['label']} | {r['gpus']:,} | {r['gbs']:,} × {r['seq_len']:,} | {shape} | "
                      f"{r['measured_s']:.3f} | {pred} | {err} | {planner_choice(r)} | {_cell(status)} |")
     table = "\n".join(lines)
-    head = ["| group | runs | priced | feasible | mean \\|error\\| | max \\|error\\| | issue 25's bar |",
-            "|---|---:|---:|---:|---:|---:|---|"]
-    for g in groups:
-        mean = f"{g['mean_abs_error_percent']:.1f} %" if g["mean_abs_error_percent"] is not None else "—"
-        worst = f"{g['max_abs_error_percent']:.1f} %" if g["max_abs_error_percent"] is not None else "—"
-        head.append(f"| {g['group']} | {g['runs']} | {g['priced']} | {g['feasible']} | {mean} | {worst} | {g['bar']} |")
     sources = "\n".join(f"- `{key}`: {title}, <{url}>" for key, (title, url) in heldout.SOURCES.items())
-    return (TEMPLATE.read_text().replace("{{SUMMARY}}", "\n".join(head)).replace("{{TABLE}}", table)
+    return (TEMPLATE.read_text().replace("{{SUMMARY}}", summary_table(groups)).replace("{{TABLE}}", table)
+            .replace("{{SUMMARY_PLAIN}}", summary_table(plain))
             .replace("{{WORST}}", worst_runs(rows)).replace("{{WORST_MOE}}", worst_runs(rows, "H100 MoE"))
             .replace("{{BY_SOURCE}}", by_source(rows))
             .replace("{{SOURCES}}", sources))
@@ -254,16 +262,19 @@ def main(argv: list[str] | None = None) -> int:
             (args.problems / f"{name.replace('--', '-')}.toml").write_text(problem_toml(run), encoding="utf-8")
     rows = [predict(run) for run in runs]
     groups = summary(rows)
+    plain = summary([predict(run, recipe=False) for run in runs])  # the issue's problem files as written
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(rows, groups) + "\n", encoding="utf-8")
+    args.out.write_text(render(rows, groups, plain) + "\n", encoding="utf-8")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"rows": rows, "summary": groups}, indent=1, default=float))
-    for g in groups:
-        if g["runs"]:
-            mean, worst = g["mean_abs_error_percent"], g["max_abs_error_percent"]
-            errs = f"mean {mean:.1f} %, max {worst:.1f} %" if mean is not None else "no prediction"
-            print(f"{g['group']:13s} {g['runs']:3d} runs, {g['priced']} priced, {g['feasible']} feasible: {errs}")
+        args.json.write_text(json.dumps({"rows": rows, "summary": groups, "summary_without_recipe_options": plain},
+                                        indent=1, default=float))
+    for name, summaries in (("", groups), (" (without the recipes' options)", plain)):
+        for g in summaries:
+            if g["runs"]:
+                mean, worst = g["mean_abs_error_percent"], g["max_abs_error_percent"]
+                errs = f"mean {mean:.1f} %, max {worst:.1f} %" if mean is not None else "no prediction"
+                print(f"{g['group']:13s} {g['runs']:3d} runs, {g['priced']} priced, {g['feasible']} feasible: {errs}{name}")
     print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""))
     return 0
 

@@ -109,6 +109,12 @@ def test_the_script_on_two_runs(tmp_path):
         assert "moe" in moe["status"] or "expert_parallel" in moe["status"]
     h100 = {g["group"]: g for g in data["summary"]}["H100 dense"]
     assert h100["runs"] == 1 and h100["mean_abs_error_percent"] == pytest.approx(abs(dense["error_percent"]))
+    # without the recipes' options: NeMo 24.07 states none (the same prediction); the Bridge 25.11 run
+    # loses its bf16 gradients and all-to-all overlap, so its prediction moves
+    plain = {g["group"]: g for g in data["summary_without_recipe_options"]}
+    assert plain["H100 dense"]["mean_abs_error_percent"] == pytest.approx(h100["mean_abs_error_percent"])
+    assert moe["recipe"] == {"grad_bytes": 2, "moe_a2a_overlap": True}
+    assert plain["H100 MoE"]["mean_abs_error_percent"] != pytest.approx(abs(moe["error_percent"]))
     # each problem file is the run's problem with its whole published layout pinned
     files = sorted(problems.glob("*.toml"))
     assert [f.name for f in files] == ["llama2-7b-fp8-8-h100-nemo-24.07.toml",
