@@ -103,7 +103,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     rec = model.recipe.name
     args.append(("--fp16", None) if rec == "fp16" else ("--bf16", None))
     if rec == "fp8":
-        args += [("--fp8-format", "hybrid"), ("--fp8-recipe", "delayed")]
+        args += [("--fp8-format", "hybrid"),  # per-tensor scaling: delayed (amax history) or current
+                 ("--fp8-recipe", "tensorwise" if model.options.fp8_scaling == "current" else "delayed")]
     elif rec == "mxfp8":
         args += [("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")]
     if model.fp8_param_gather:  # the FP8 weights are the parameters (cost option fp8_param_gather)

@@ -315,7 +315,9 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 # * every Megatron-Bridge performance recipe reduces and keeps its gradients in bf16
 #   (``cfg.ddp.grad_reduce_in_fp32 = False`` in each model's ``scripts/performance/configs/*/
 #   *_llm_pretrain.py``, at c3e43e6aa of 2025-12 and 21d102f5e of 2026-05), where Megatron-LM's
-#   default for bf16 is fp32: ``grad_bytes = 2``;
+#   default for bf16 is fp32: ``grad_bytes = 2``; and their FP8 is per-tensor current scaling
+#   (``fp8_cs``: ``bf16_with_fp8_current_scaling_mixed`` in ``scripts/performance/utils/precision.py``;
+#   the configs of these layouts are the ``*_FP8_CS_*`` ones): ``fp8_scaling = "current"``;
 # * the HybridEP flex dispatcher (``moe_flex_dispatcher_backend="hybridep"``) wherever the recipe
 #   names it for the run's model, system and layout at both recipe commits read (c3e43e6aa,
 #   21d102f5e): Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 on GB200 (their GB200 configs);
@@ -342,7 +344,10 @@ def _a2a_overlap(run: HeldOutRun) -> bool:
 
 def recipe_options(run: HeldOutRun) -> dict:
     """The ``[cost]`` options ``run``'s recipe fixes (see above); empty for NeMo 24.07."""
-    options = {"grad_bytes": 2} if run.source.startswith("bridge-") else {}
+    bridge = run.source.startswith("bridge-")
+    options = {"grad_bytes": 2} if bridge else {}
+    if bridge and run.dtype == "fp8":
+        options["fp8_scaling"] = "current"
     if _hybridep(run):
         options["moe_dispatcher"] = "hybridep"
     if _a2a_overlap(run):

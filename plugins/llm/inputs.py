@@ -79,3 +79,4 @@ class Options:
     moe_a2a_overlap: bool = False  # expert all-to-alls beside another micro-batch's compute (:mod:`.moe`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
     moe_dispatcher: str = "alltoall"  # the token dispatcher: alltoall, or deepep / hybridep (:mod:`.moe`)
+    fp8_scaling: str = "delayed"  # how the casts scale: delayed, current or block (MXFP8; :mod:`.precision`)

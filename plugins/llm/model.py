@@ -107,6 +107,7 @@ class Megatron3DCostModel(CostModel):
         memory_efficiency: Fraction | None = None,
         fp8_gemm_efficiency: Fraction | None = None,
         fp8_param_gather: bool = True,
+        fp8_scaling: Literal["delayed", "current"] = "delayed",
         uneven_stages: Literal["balanced", "any", "layout", "never"] = "balanced",
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
@@ -138,10 +139,10 @@ class Megatron3DCostModel(CostModel):
         fraction of the FP8 peak the linear GEMMs reach with ``dtype = "fp8"`` / ``"mxfp8"``
         (default: the 16-bit ``gemm`` fraction, as no FP8 GEMM was measured; :mod:`.precision`);
         ``fp8_param_gather`` the FP8 weights are the parameters (NeMo's and Megatron-Bridge's FP8
-        recipes; false: a 16-bit weight plus FP8 copies, :func:`.precision.kept_weight_bytes`);
-        ``uneven_stages`` which splits of
-        the layers over pipeline stages a plan may use (``balanced``: even, or first and last
-        stages one layer short where embedding and loss count as layers; ``any``: also any
+        recipes; false: a 16-bit weight plus FP8 copies, :func:`.precision.kept_weight_bytes`); ``fp8_scaling``
+        ``delayed`` (Megatron-Core's default) or ``current`` (``--fp8-recipe tensorwise``: an amax pass per cast);
+        ``uneven_stages`` which splits of the layers over pipeline stages a plan may use (``balanced``: even,
+        or first and last stages one layer short where embedding and loss count as layers; ``any``: also any
         pipeline size up to the layers; ``layout``: any pipeline size and interleaving, Megatron-Core's
         explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the
         attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
@@ -151,13 +152,12 @@ class Megatron3DCostModel(CostModel):
         gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
         may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
         only trades time for memory and multiplies the plans by four, so the search tries it when asked,
-        e.g. ``offload = ["none", "optimizer", "activations", "both"]``);
-        mixture-of-experts models (:mod:`.moe`): ``expert_tensor_parallel`` ranks split each
-        expert's width (Megatron-Core ``--expert-tensor-parallel-size``; 1, as its MoE guide
-        recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest expert
-        rank's tokens over the balanced share (1: balanced routing), ``moe_a2a_overlap`` the all-to-alls beside
-        another micro-batch's compute (``--overlap-moe-expert-parallel-comm``) and ``moe_dispatcher`` the
-        token dispatcher (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
+        e.g. ``offload = ["none", "optimizer", "activations", "both"]``); mixture-of-experts models (:mod:`.moe`):
+        ``expert_tensor_parallel`` ranks split each expert's width (Megatron-Core ``--expert-tensor-parallel-size``;
+        1, as its MoE guide recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest expert
+        rank's tokens over the balanced share (1: balanced routing), ``moe_a2a_overlap`` the all-to-alls beside another
+        micro-batch's compute (``--overlap-moe-expert-parallel-comm``) and ``moe_dispatcher`` the token dispatcher
+        (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -195,6 +195,7 @@ class Megatron3DCostModel(CostModel):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
         moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance, moe_dispatcher)
+        precision.check_scaling(rec, fp8_scaling)
         if not system.is_homogeneous:
             raise OptmapError("megatron-3d plans a cluster of one GPU kind; list one [[system.groups]] entry")
         self.workload, self.system, self.config = workload, system, cfg
@@ -239,10 +240,10 @@ class Megatron3DCostModel(CostModel):
                                       tp_overlap=tp_overlap, tp_comm_overlap=tp_comm_overlap,
                                       grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
-                                      gemm_input_bytes=rec.gemm_input_bytes, 
+                                      gemm_input_bytes=rec.gemm_input_bytes,
+                                      fp8_scaling=precision.scaling_of(rec, fp8_scaling),
                                       weight_copy_bytes=precision.kept_weight_bytes(rec, fp8_param_gather),
-                                      attention=attention, fused_swiglu=fused_swiglu,
-                                      fsdp_reshard=fsdp_reshard_after_forward,
+                                      attention=attention, fused_swiglu=fused_swiglu, fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),

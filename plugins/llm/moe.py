@@ -113,7 +113,7 @@ class MLPTimes:
 
 
 def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbalance: float,
-              dispatcher: str = "alltoall") -> MLPTimes:
+              dispatcher: str = "alltoall", fp8_scaling: str = "delayed") -> MLPTimes:
     """Router, permutation, the local experts' grouped GEMMs and the shared experts (see the module
     docstring); ``lin`` prices the expert GEMMs (FP8 recipes), ``dev`` the router and element-wise work."""
     moe, h = cfg.moe, cfg.d_model
@@ -137,8 +137,8 @@ def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbala
     act = dev.memory_time(2.0 * ACT_BYTES * copies * etp * width_in, kernels=1)  # SwiGLU / activation in and out
     cast_f = cast_b = 0.0
     if lin is not dev:  # FP8 recipes cast every routed copy's GEMM inputs and output gradients, per expert
-        fb, bb = precision.expert_cast_bytes(copies * etp, h, width_in, moe.d_ff / etp)
-        cast_f, cast_b = dev.memory_time(fb, kernels=2.0 * local), dev.memory_time(bb, kernels=2.0 * local)
+        fb, bb, kf, kb = precision.expert_cast_bytes(copies * etp, h, width_in, moe.d_ff / etp, local, fp8_scaling)
+        cast_f, cast_b = dev.memory_time(fb, kernels=kf), dev.memory_time(bb, kernels=kb)
     forward = router[0] + w1[0] + w2[0] + route + permute + act + cast_f
     backward = router[1] + w1[1] + w2[1] + 2.0 * (route + permute + act) + cast_b
     shared_in = np.zeros_like(forward)

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from optmap.errors import OptmapError
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -55,6 +57,15 @@ RECIPES = {
 ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"}
 
 
+def check_scaling(rec: Recipe, scaling: str) -> None:
+    """Refuse, in one line, a scaling the recipe cannot have (MXFP8 scales blocks in its cast)."""
+    if scaling not in SCALING:
+        raise OptmapError(f"[cost] fp8_scaling must be one of {list(SCALING)}, got {scaling!r}")
+    if scaling != "delayed" and rec.name != "fp8":
+        raise OptmapError(f"[cost] fp8_scaling = \"{scaling}\" applies to [workload] dtype = \"fp8\", not "
+                          f"\"{rec.name}\"; leave it out or use dtype = \"fp8\"")
+
+
 def recipe(dtype: str) -> Recipe | None:
     """The recipe of a workload dtype, or None when megatron-3d has none for it."""
     key = dtype.strip().lower()
@@ -74,35 +85,58 @@ def kept_weight_bytes(rec: Recipe, fp8_param_gather: bool) -> float:
 
 CAST_TRANSPOSE = 4.0  # bytes per element of a cast with its transpose: read 2 (16-bit), write 1 + 1 (FP8)
 TRANSPOSE = 2.0  # bytes per element of the transpose of an FP8 tensor: read 1, write 1
+AMAX_READ = 2.0  # current scaling reads each 16-bit cast input once more for its amax (TE compute_amax)
+SCALING = ("delayed", "current")  # fp8 recipes' scaling: Megatron-Core --fp8-recipe delayed / tensorwise
+BLOCK = "block"  # MXFP8's scaling: each cast kernel scales its own 32-element blocks
 
 
-def cast_bytes(cfg, tokens, t, dense_mlp: bool = True) -> tuple:
-    """HBM bytes of one layer's FP8 casts per tensor-parallel rank and micro-batch, forward and
-    backward (Transformer Engine ``Linear`` / ``LayerNormLinear``; Micikevicius et al. 2022 §4):
-    forward, each linear layer's input is cast to FP8 with its transpose saved for the weight
-    gradient (read 2, write 1 + 1 bytes per element), except the QKV and MLP-in inputs, which the
-    fused LayerNorm already writes in FP8 (their transpose only: read 1, write 1); backward, each
-    output gradient is cast and transposed (read 2, write 1 + 1). ``dense_mlp`` False leaves out the
-    MLP (a MoE layer's experts, :mod:`.moe`). The attention's linears are ``cfg.attention_linears()``:
-    those reading the normalised input share its transpose; the others cast their inputs (latent
-    attention's up-projections read the compressed latents); split tensors count 1/t."""
+def scaling_of(rec: Recipe, fp8_scaling: str) -> str:
+    """How ``rec``'s casts scale: ``fp8_scaling`` for FP8, :data:`BLOCK` for MXFP8."""
+    return BLOCK if rec.name == "mxfp8" else fp8_scaling
+
+
+def cast_bytes(cfg, tokens, t, dense_mlp: bool = True, scaling: str = "delayed") -> tuple:
+    """HBM bytes and kernels of one layer's FP8 casts per tensor-parallel rank and micro-batch:
+    (forward bytes, backward bytes, forward kernels, backward kernels) (Transformer Engine ``Linear``
+    / ``LayerNormLinear``; Micikevicius et al. 2022 §4). Forward, each linear layer's input is cast
+    to FP8 with its transpose saved for the weight gradient (read 2, write 1 + 1 bytes per
+    element), except the QKV and MLP-in inputs, which the fused LayerNorm already writes in FP8
+    (their transpose only: read 1, write 1); backward, each output gradient is cast and transposed
+    (read 2, write 1 + 1). ``dense_mlp`` False leaves out the MLP (a MoE layer's experts,
+    :mod:`.moe`). The attention's linears are ``cfg.attention_linears()``: those reading the
+    normalised input share its transpose; the others cast their inputs (latent attention's
+    up-projections read the compressed latents); split tensors count 1/t. ``scaling``: TE's
+    ``layernorm_fwd`` writes FP8 itself only for delayed scaling (``Impl::FULLY_FUSED``); with
+    ``current`` scaling it writes 16 bits with the amax (``FUSED_NORM_AMAX_FP8``) and with MXFP8
+    (:data:`BLOCK`) 16 bits alone (``UNFUSED``), a cast with transpose following (one more kernel);
+    and ``current`` scaling (``Float8CurrentScalingQuantizer.quantize_impl``) makes every other cast
+    first read its input for the amax and compute the scale (``compute_amax``,
+    ``compute_scale_from_amax``: two more kernels)."""
     h = cfg.d_model
-    forward, backward = TRANSPOSE * h, 0.0  # the normalised input, written in FP8: its transpose
+    normed, forward, backward = 1, [], []  # normalised inputs; per-token widths of the other casts
     for _, n_in, n_out, split in cfg.attention_linears():
         if n_in != h or split == "row":  # the projection's input, latent attention's latents
-            forward += CAST_TRANSPOSE * n_in / (t if split == "row" else 1.0)
-        backward += CAST_TRANSPOSE * n_out / (1.0 if split == "row" else t)  # every output gradient
-    if dense_mlp:
-        forward += TRANSPOSE * h + CAST_TRANSPOSE * cfg.d_ff / t  # MLP-in input transpose; MLP-out input cast
-        backward += CAST_TRANSPOSE * (cfg.mlp_in / t + h)
-    return forward * tokens, backward * tokens
+            forward.append(n_in / (t if split == "row" else 1.0))
+        backward.append(n_out / (1.0 if split == "row" else t))  # every output gradient
+    if dense_mlp:  # the MLP-in input normalised; the MLP-out input cast; both output gradients
+        normed += 1
+        forward.append(cfg.d_ff / t)
+        backward += [cfg.mlp_in / t, h]
+    current, fused_norm = scaling == "current", scaling == "delayed"
+    cast = CAST_TRANSPOSE + (AMAX_READ if current else 0.0)
+    f_bytes = (TRANSPOSE if fused_norm else CAST_TRANSPOSE) * normed * h + cast * sum(forward)
+    f_kernels = 2.0 + (0.0 if fused_norm else normed) + (2.0 * len(forward) if current else 0.0)
+    b_kernels = 4.0 + (2.0 * len(backward) if current else 0.0)
+    return f_bytes * tokens, cast * sum(backward) * tokens, f_kernels, b_kernels
 
 
-def expert_cast_bytes(copies, d_model: int, width_in, width_out) -> tuple:
-    """HBM bytes of a MoE layer's FP8 casts of its routed copies (as :func:`cast_bytes`): forward,
-    each copy's expert input and MLP-out input cast with their transposes (4 bytes per element);
-    backward, the two expert GEMMs' output gradients cast and transposed (4 bytes per element)."""
-    forward = CAST_TRANSPOSE * (d_model + width_out) * copies
-    backward = CAST_TRANSPOSE * (width_in + d_model) * copies
-    return forward, backward
-
+def expert_cast_bytes(copies, d_model: int, width_in, width_out, local, scaling: str = "delayed") -> tuple:
+    """HBM bytes and kernels of a MoE layer's FP8 casts of its routed copies on ``local`` experts (as
+    :func:`cast_bytes`): forward, each copy's expert input and MLP-out input cast with their
+    transposes (4 bytes per element); backward, the two expert GEMMs' output gradients cast and
+    transposed. Transformer Engine's ``split_quantize`` (``multi_tensor_quantize_impl``) casts all
+    the experts in one fused kernel with delayed scaling only; MXFP8 takes a kernel per expert and
+    current scaling three (amax, scale, cast)."""
+    cast = CAST_TRANSPOSE + (AMAX_READ if scaling == "current" else 0.0)
+    per_cast = {"delayed": 1.0, BLOCK: local, "current": 3.0 * local}[scaling]
+    return cast * (d_model + width_out) * copies, cast * (width_in + d_model) * copies, 2.0 * per_cast, 2.0 * per_cast

@@ -140,7 +140,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
         mlp_hide, act_bytes = mlp_in[1], 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
     else:  # router, token permutation and the local experts (:mod:`.moe`), priced whole
         experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance,
-                                opts.moe_dispatcher)
+                                opts.moe_dispatcher, opts.fp8_scaling)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
     core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention)
@@ -151,8 +151,8 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     elementwise = dev.memory_time(rep_bytes + act_bytes, kernels=5)
     cast_forward = cast_backward = 0.0
     if linear is not None:  # FP8 recipes cast every linear input and output gradient (:mod:`.precision`)
-        cast_f, cast_b = precision.cast_bytes(cfg, tok, t, cfg.moe is None)
-        cast_forward, cast_backward = dev.memory_time(cast_f, kernels=2), dev.memory_time(cast_b, kernels=4)
+        cast_f, cast_b, k_f, k_b = precision.cast_bytes(cfg, tok, t, cfg.moe is None, opts.fp8_scaling)
+        cast_forward, cast_backward = dev.memory_time(cast_f, kernels=k_f), dev.memory_time(cast_b, kernels=k_b)
     gemms = (qkv, proj, mlp_in, mlp_out)
     forward = sum(g[0] for g in gemms) + core_f + elementwise + cast_forward
     backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise + cast_backward

@@ -113,7 +113,7 @@ def test_the_script_on_two_runs(tmp_path):
     # loses its bf16 gradients and all-to-all overlap, so its prediction moves
     plain = {g["group"]: g for g in data["summary_without_recipe_options"]}
     assert plain["H100 dense"]["mean_abs_error_percent"] == pytest.approx(h100["mean_abs_error_percent"])
-    assert moe["recipe"] == {"grad_bytes": 2, "moe_a2a_overlap": True}
+    assert moe["recipe"] == {"grad_bytes": 2, "fp8_scaling": "current", "moe_a2a_overlap": True}
     assert plain["H100 MoE"]["mean_abs_error_percent"] != pytest.approx(abs(moe["error_percent"]))
     # each problem file is the run's problem with its whole published layout pinned
     files = sorted(problems.glob("*.toml"))

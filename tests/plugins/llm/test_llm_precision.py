@@ -88,15 +88,54 @@ def test_fp8_casts_by_hand():
     # + MLP-out input 4·4h/8 = 4h + 2.5h = 6.5h bytes; backward output gradients 4·(3h/8 + h + 4h/8
     # + h) = 4·2.875h = 11.5h bytes
     cfg, h = GPT3_175B, GPT3_175B.d_model
-    forward, backward = precision.cast_bytes(cfg, 1.0, 8)
-    assert forward == pytest.approx(6.5 * h) and backward == pytest.approx(11.5 * h)
+    forward, backward, k_f, k_b = precision.cast_bytes(cfg, 1.0, 8)
+    assert forward == pytest.approx(6.5 * h) and backward == pytest.approx(11.5 * h) and (k_f, k_b) == (2, 4)
+    # current scaling (TE Float8CurrentScalingQuantizer): the two normalised inputs are cast with their
+    # transposes after the LayerNorm (4 bytes, not 2), every other cast reads its input once more for the
+    # amax (6 bytes, not 4): forward 4·2h + 6·(h/8 + 4h/8) = 11.75h, backward 6·2.875h = 17.25h; kernels:
+    # one scale per normalised input, an amax and a scale per other cast (2 forward, 4 backward)
+    forward, backward, k_f, k_b = precision.cast_bytes(cfg, 1.0, 8, scaling="current")
+    assert forward == pytest.approx(11.75 * h) and backward == pytest.approx(17.25 * h)
+    assert (k_f, k_b) == (2 + 2 + 2 * 2, 4 + 2 * 4)
+    # MXFP8: the LayerNorm writes 16 bits too (TE's UNFUSED norm), no amax: 4·2h + 4·(5h/8) = 10.5h
+    forward, backward, k_f, k_b = precision.cast_bytes(cfg, 1.0, 8, scaling=precision.BLOCK)
+    assert forward == pytest.approx(10.5 * h) and backward == pytest.approx(11.5 * h) and (k_f, k_b) == (4, 4)
     # a MoE layer's experts are left out: attention's only, 2h + 4h/8 and 4·(3h/8 + h)
-    forward, backward = precision.cast_bytes(cfg, 1.0, 8, dense_mlp=False)
+    forward, backward, *_ = precision.cast_bytes(cfg, 1.0, 8, dense_mlp=False)
     assert forward == pytest.approx(2.5 * h) and backward == pytest.approx(5.5 * h)
 
 
 def test_fp8_expert_casts_by_hand():
     # Qwen3-30B-A3B's experts (h = 2048, d_ff = 768, gated: MLP-in width 1536), 1,000 routed copies:
     # forward 4·(2048 + 768) bytes per copy, backward 4·(1536 + 2048)
-    forward, backward = precision.expert_cast_bytes(1000.0, 2048, 1536, 768)
+    forward, backward, k_f, _ = precision.expert_cast_bytes(1000.0, 2048, 1536, 768, 16)
     assert forward == pytest.approx(1000 * 4 * 2816) and backward == pytest.approx(1000 * 4 * 3584)
+    # Transformer Engine's split_quantize: one fused kernel per cast for all 16 experts with delayed
+    # scaling, one per expert with MXFP8, three per expert (amax, scale, cast) with current scaling
+    assert k_f == 2
+    assert precision.expert_cast_bytes(1000.0, 2048, 1536, 768, 16, precision.BLOCK)[2] == 2 * 16
+    forward, backward, k_f, _ = precision.expert_cast_bytes(1000.0, 2048, 1536, 768, 16, "current")
+    assert forward == pytest.approx(1000 * 6 * 2816) and k_f == 2 * 3 * 16
+
+
+def test_current_scaling_slows_the_casts_only_and_is_exported(tmp_path, capsys):
+    from test_llm_moe import columns
+
+    plan = {"tensor_parallel": 8, "pipeline_parallel": 1, "data_parallel": 8, "microbatch_size": 1,
+            "interleaving": 1, "recompute": "full", "sequence_parallel": True, "optimizer_sharding": True,
+            "dp_overlap": True, "context_parallel": 1, "expert_parallel": 1, "fsdp": False, "offload": "none"}
+    delayed, current = (columns(problem(fp8_scaling=s).cost_model, plan) for s in ("delayed", "current"))
+    assert current["forward_s"] > delayed["forward_s"] and current["backward_s"] > delayed["backward_s"]
+    assert current["memory_gib"] == delayed["memory_gib"] and current["optimizer_s"] == delayed["optimizer_s"]
+    with pytest.raises(OptmapError, match="applies to .* dtype = \"fp8\", not \"mxfp8\""):
+        problem("mxfp8", accelerator="b200", fp8_scaling="current")
+    # exported as Megatron-Core's per-tensor current scaling recipe
+    from optmap.cli import main
+    path, out = tmp_path / "p.toml", tmp_path / "r.json"
+    path.write_text('[workload]\nmodel = "transformer"\npreset = "llama3-8b"\nbatch = 64\ndtype = "fp8"\n'
+                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 8\n'
+                    '[cost]\nmodel = "megatron-3d"\nfp8_scaling = "current"\n')
+    assert main(["run", str(path), "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    assert "--fp8-recipe tensorwise" in capsys.readouterr().out
