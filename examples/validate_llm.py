@@ -55,9 +55,9 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True) 
                 "dtype": run.dtype}
     # the search bounds (options) admit the published micro-batch and interleaving; a published split
     # whose chunks divide neither the layers nor layers + 2 ran with Megatron-Core's explicit layout
-    cost = {"model": "megatron-3d", "max_interleaving": max(16, run.vp), "max_microbatch": max(16, run.mbs)}
+    cost = {"model": "megatron-3d", "max_interleaving": max(16, run.vp or 1), "max_microbatch": max(16, run.mbs or 1)}
     layers = workload.get("layers") or PRESETS[workload["preset"]].layers
-    if stages.layout_string(layers, run.pp, run.vp) is not None:
+    if run.vp is not None and stages.layout_string(layers, run.pp, run.vp) is not None:
         cost["uneven_stages"] = "layout"
     cost.update(heldout.recipe_options(run) if recipe else {})  # what the run's recipe fixes beyond its table
     return {"name": run.label, "workload": workload,
@@ -66,9 +66,11 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True) 
 
 
 def layout(run: heldout.HeldOutRun) -> dict:
-    """The published decisions, named as megatron-3d's (issue 25's shared design)."""
+    """The published decisions, named as megatron-3d's (issue 25's shared design); an unpublished
+    micro-batch or interleaving is left to the planner."""
     out = {"tensor_parallel": run.tp, "pipeline_parallel": run.pp, "context_parallel": run.cp,
-           "expert_parallel": run.ep, "data_parallel": run.dp, "microbatch_size": run.mbs, "interleaving": run.vp}
+           "expert_parallel": run.ep, "data_parallel": run.dp}
+    out.update({k: v for k, v in (("microbatch_size", run.mbs), ("interleaving", run.vp)) if v is not None})
     if run.fsdp is not None:
         out["fsdp"] = run.fsdp > 0
     return out
@@ -184,8 +186,11 @@ def planner_choice(row: dict) -> str:
         return ""
     switches = [name for key, name in (("sequence_parallel", "sp"), ("optimizer_sharding", "zero1"),
                                         ("dp_overlap", "overlap")) if p.get(key)]
+    # an unpublished micro-batch or interleaving, as the planner chose it
+    chosen = [f"{short} {int(p[key])}" for key, short in (("microbatch_size", "mb"), ("interleaving", "v"))
+              if key not in row["layout"] and key in p]
     recipe = [f"{k} = {v}" for k, v in row.get("recipe", {}).items()]  # pinned from the run's recipe
-    return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in recipe)
+    return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in chosen) + "".join(f"; {x}" for x in recipe)
 
 
 def worst_runs(rows: list[dict], group: str = "H100 dense", n: int = 3) -> str:
@@ -224,7 +229,7 @@ def render(rows: list[dict], groups: list[dict], plain: list[dict]) -> str:
     for r in rows:
         lay = r["layout"]
         shape = (f"{lay['tensor_parallel']}·{lay['pipeline_parallel']}·{lay['context_parallel']}·"
-                 f"{lay['expert_parallel']}·{lay['data_parallel']} / {lay['microbatch_size']} / {lay['interleaving']}"
+                 f"{lay['expert_parallel']}·{lay['data_parallel']} / {lay.get('microbatch_size', '?')} / {lay.get('interleaving', '?')}"
                  + (" fsdp" if lay.get("fsdp") else ""))
         pred = f"{r['predicted_s']:.2f}" if r["predicted_s"] is not None else "—"
         err = f"{r['error_percent']:+.1f} %" if r["error_percent"] is not None else "—"

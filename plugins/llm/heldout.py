@@ -41,9 +41,16 @@ Sources (each row names its own):
   coarser than its TFLOP/s (the two disagree by up to 2.2 % through the FLOP count); the tokens/s
   are kept, as for every source.
 
-Left out, with the reason: the long-sequence tables of NeMo (``performance_long_sequence.md``)
-give TFLOP/s per GPU but no tokens/s, so their iteration time would need NeMo's FLOP count (not
-published beside them); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
+* ``nemo-long-24.03``: NeMo's long-sequence table, LLAMA2-7B FP8 on DGX-H100, container NeMo
+  24.03.01, sequences of 4K to 1M tokens with context parallelism (github.com/NVIDIA/NeMo
+  ``docs/source/performance/performance_long_sequence.md`` at commit a2c4cc8ee6). It prints TP,
+  PP, DP, CP and the model TFLOP/s per GPU, not tokens/s and not the micro-batch or interleaving
+  (``None``: the planner chooses them). Its tokens/s are derived through NeMo's own FLOP count
+  (:func:`nemo_flops_per_token`, the count NeMo printed until its causal discount of 2025-08), the
+  count every ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
+
+Left out, with the reason: the DGX-B200 table of the same page (its TP × PP × DP × CP is a
+quarter of its GPU count in every row, so the layout cannot be read); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
 either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
 not say whether multi-token prediction ran), 25.11's H100 GPT-OSS row (its gradient accumulation
 2 contradicts its PP 4: 512 / (16 × 4) = 8), Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
@@ -66,6 +73,9 @@ SOURCES = {
     "nemo-24.07": ("NVIDIA NeMo performance summary, NeMo 24.07 container, DGX-H100 FP8 pre-training",
                    "https://github.com/NVIDIA/NeMo/blob/8e3d65dcfe3504689bfc5b6e67d502780aacad41/docs/source/"
                    "performance/performance_summary.md"),
+    "nemo-long-24.03": ("NVIDIA NeMo long-sequence performance, NeMo 24.03.01 container, DGX-H100 FP8 LLAMA2-7B "
+                        "with context parallelism", "https://github.com/NVIDIA/NeMo/blob/"
+                        "a2c4cc8ee64eb98d83684fc616dd0225c25bdfa1/docs/source/performance/performance_long_sequence.md"),
     "bridge-25.11": ("Megatron-Bridge performance summary archive, 25.11 NeMo container, pre-training",
                      "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/0a25f911b2ed6c6905a539504fdb8e5b40e3438b/"
                      "docs/performance-summary-archive.md"),
@@ -129,15 +139,15 @@ class HeldOutRun:
     precision: str  # a key of PRECISIONS
     gpus: int
     gbs: int
-    mbs: int
+    mbs: int | None  # None: not published (the planner chooses)
     seq_len: int
     tp: int
     pp: int
     cp: int
-    vp: int  # 1: no interleaving ("n/a" in the table)
+    vp: int | None  # 1: no interleaving ("n/a" in the table); None: not published (the planner chooses)
     ep: int
     fsdp: int | None  # None: the table has no FSDP column; 0: DDP; > 0: the sharding group size
-    tokens_per_gpu: float  # measured tokens/s/GPU
+    tokens_per_gpu: float  # measured tokens/s/GPU (``nemo-long-24.03``: derived, :func:`nemo_flops_per_token`)
     model_tflops: float | None  # measured model TFLOP/s/GPU (reference only)
 
     @property
@@ -189,6 +199,33 @@ NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
     ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, None, 12273, 711),
     ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, None, 1524, 734),
 ])
+
+
+def nemo_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, d_ff: int, vocab: int,
+                         seq_len: int) -> float:
+    """Model FLOPs per token as NeMo counted them for its Llama performance tables (NeMo
+    ``nemo/utils/flops_formulas.py`` ``llama2``, at f0bf77bcf7 of 2025-01; the full s × s attention,
+    before 6251117f4c of 2025-08 halved it): l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h))."""
+    return layers * d_model**2 * (12 + 12 * kv_heads / heads + 18 * d_ff / d_model + 12 * seq_len / d_model
+                                  + 6 * vocab / (layers * d_model))
+
+
+def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float) -> HeldOutRun:
+    """A ``nemo-long-24.03`` row: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
+    seq = k * 1024
+    tokens = tflops * 1e12 / nemo_flops_per_token(32, 4096, 32, 32, 11008, 32000, seq)  # NeMo Llama2Config7B
+    run = HeldOutRun("nemo-long-24.03", "LLAMA2-7B", "DGX-H100", "FP8", gpus, gbs, None, seq, tp, pp, cp,
+                     1 if pp == 1 else None, 1, None, tokens, tflops)
+    assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
+    return run
+
+
+# NeMo 24.03.01 long sequences, DGX-H100, FP8, LLAMA2-7B (the "with CP" columns)
+NEMO_LONG_24_03 = [_long_sequence(*row) for row in [
+    (4, 4, 1024, 1, 1, 4, 1, 768), (8, 8, 512, 1, 2, 4, 1, 730), (16, 16, 256, 2, 1, 8, 1, 660),
+    (32, 32, 128, 2, 1, 8, 2, 610), (64, 64, 64, 4, 1, 8, 2, 574), (128, 128, 32, 4, 1, 8, 4, 555),
+    (256, 256, 16, 4, 1, 8, 8, 549), (512, 512, 8, 8, 1, 4, 16, 549), (1024, 1024, 4, 8, 1, 4, 32, 536),
+]]
 
 # Megatron-Bridge 25.11 (tables per system; the parenthesised FP8-MX figures are rows of their own)
 BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
@@ -357,4 +394,4 @@ def recipe_options(run: HeldOutRun) -> dict:
 
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026
+    return NEMO_24_07 + NEMO_LONG_24_03 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026

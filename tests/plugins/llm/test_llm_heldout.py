@@ -34,7 +34,7 @@ def test_every_row_names_known_things_and_a_consistent_layout():
         assert r.source in heldout.SOURCES and r.model in heldout.MODELS, r.label
         assert r.system in heldout.SYSTEMS and r.precision in heldout.PRECISIONS, r.label
         assert r.gpus % (r.tp * r.pp * r.cp) == 0, r.label  # data parallel is a whole number
-        assert r.gbs % (r.dp * r.mbs) == 0, r.label  # every data-parallel rank runs whole micro-batches
+        assert r.gbs % (r.dp * (r.mbs or 1)) == 0, r.label  # every data-parallel rank runs whole micro-batches
         # Megatron-Core carves EP out of the other ranks: ep · etp divides tp · dp · cp (etp >= 1)
         assert (r.tp * r.dp * r.cp) % r.ep == 0, r.label
         assert r.moe or r.ep == 1, r.label  # dense models have no expert parallelism
@@ -51,6 +51,11 @@ def test_every_row_names_known_things_and_a_consistent_layout():
     ("LLAMA3.1-405B FP8-CS 1024 H100 (bridge-25.11)", 14.0274),
     # Bridge 26.02 H100: 8,192 × 4,096 / (1,633 × 256) = 33,554,432 / 418,048
     ("Qwen3-235B-A22B FP8 256 H100 (bridge-26.02)", 80.2645),
+    # NeMo long sequences, derived from TFLOP/s: 4 × 1,048,576 tokens × 1.68891e12 FLOP/token (32 · 4,096² ·
+    # (12 + 12 + 18 · 11,008/4,096 + 12 · 1,048,576/4,096 + 6 · 32,000/(32 · 4,096))) / (536e12 × 1,024 GPUs)
+    ("LLAMA2-7B FP8 1024 H100 (nemo-long-24.03)", 12.9063),
+    # and at 4K: 1,024 × 4,096 × 4.60849e10 / (768e12 × 4)
+    ("LLAMA2-7B FP8 4 H100 (nemo-long-24.03)", 62.9213),
     # Bridge 25.11 GB200, the FP8-MX figure in parentheses: 128 × 8,192 / (29,789 × 8) = 1,048,576 / 238,312
     ("LLAMA3-8B FP8-MX 8 GB200 (bridge-25.11)", 4.4000),
     # Bridge 26.02.01 H100 (26.02's layout again): 1,024 × 4,096 / (9,058 × 16) = 4,194,304 / 144,928
@@ -74,13 +79,15 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     """Model FLOPs per token = published TFLOP/s ÷ tokens/s. NeMo 24.07 counts 3 × the forward
     with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
     included); Megatron-Bridge counts causal attention, half of the two s × s GEMMs. Every dense
-    row agrees within 0.2 %: the model configuration and both figures are copied right. Except
+    row agrees within 0.2 %: the model configuration and both figures are copied right (and
+    ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout.nemo_flops_per_token`, agree with
+    this count of the model's own configuration: the formula is transcribed right). Except
     26.04.01, whose tokens/s are all multiples of 8 (1,664, 4,224, 328, ...): printed coarser than
     its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source)."""
     cfg = load_host().build("workload", "transformer", options={
         **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs, "dtype": "bf16"}).config
     forward = cfg.flops_fwd()  # per sequence: layers, attention core and logits
-    if run.source != "nemo-24.07":
+    if not run.source.startswith("nemo-"):
         forward -= cfg.layers * 2.0 * cfg.seq_len**2 * cfg.inner  # causal: half of QKᵀ and ·V (4 s² inner)
     per_token = 3.0 * forward / run.seq_len
     coarse = run.source == "bridge-26.04.01"
@@ -155,3 +162,13 @@ def test_fp8_gemm_check_file_and_what_it_says_of_the_default():
     # GEMM (2,048 × 1,536 × 2,048): 24 µs against 45 µs
     assert float(fp8.gemm_times(8192, 8192, 8192)[0]) < 0.95 * rows["cube"]["fp8_s"]
     assert float(fp8.gemm_times(2048, 1536, 2048)[0]) < 0.6 * rows["qwen3-30b expert fc1 r2048"]["fp8_s"]
+
+
+def test_long_sequence_rows_leave_micro_batch_and_interleaving_to_the_planner():
+    """NeMo's long-sequence table prints no micro-batch and no interleaving: neither is pinned, and
+    the 8K row's PP 2 may interleave (its [fix] pins TP 1, PP 2, CP 1, DP 4 only)."""
+    run = _run("LLAMA2-7B FP8 8 H100 (nemo-long-24.03)")
+    assert (run.mbs, run.vp, run.pp, run.dp) == (None, None, 2, 4)
+    assert validate_llm.layout(run) == {"tensor_parallel": 1, "pipeline_parallel": 2, "context_parallel": 1,
+                                        "expert_parallel": 1, "data_parallel": 4}
+    assert _run("LLAMA2-7B FP8 16 H100 (nemo-long-24.03)").vp == 1  # PP 1: nothing to interleave
