@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import optmap
-from optmap.plugins.llm import heldout, stages
+from optmap.plugins.llm import heldout, heldout_runs, stages
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.llm.engine import plan_table
 from optmap.plugins.llm.model import CATEGORIES
@@ -255,10 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--match", action="append", metavar="TEXT",
                         help="only runs whose label contains TEXT (repeatable)")
     args = parser.parse_args(argv)
-    runs = [r for r in heldout.runs() if not args.match or any(m in r.label for m in args.match)]
+    runs = [r for r in heldout_runs.runs() if not args.match or any(m in r.label for m in args.match)]
     if not runs:
         print(f"error: no held-out run matches {args.match}; labels look like "
-              f"'{heldout.runs()[0].label}'", file=sys.stderr)
+              f"'{heldout_runs.runs()[0].label}'", file=sys.stderr)
         return 2
     if args.problems:
         args.problems.mkdir(parents=True, exist_ok=True)

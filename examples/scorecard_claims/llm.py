@@ -39,7 +39,7 @@ HELD_OUT_RUNS = ("GPT3-175B FP8 128 H100 (nemo-24.07)", "GPT3-175B FP8 512 H100 
 
 def held_out_claims() -> list[Claim]:
     """Iteration times of held-out H100 runs: measured (GBS × seq / (tokens/s/GPU × GPUs)) and predicted."""
-    runs = {r.label: r for r in validate_llm.heldout.runs()}
+    runs = {r.label: r for r in validate_llm.heldout_runs.runs()}
     out = []
     for label in HELD_OUT_RUNS:
         row = validate_llm.predict(runs[label])

@@ -114,7 +114,7 @@ def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes
 
 def plan_table(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> tuple[dict, dict]:
     """Every distinct valid plan of the ``allowed`` decision values: (decision arrays with recompute
-    as 0/1/2, score columns), one entry per plan (materialised: for checks and calibration)."""
+    as indices, score columns), one entry per plan (materialised: for checks and calibration)."""
     shapes = enumerate_shapes(model, allowed)
     if not len(shapes["tensor_parallel"]):
         return {k: np.empty(0) for k in DECISIONS}, {}

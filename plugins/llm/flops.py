@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from optmap.workload import moe as moe_mlp
 from optmap.workload.transformer import TransformerConfig
 
 from . import attention as attn
@@ -19,9 +20,12 @@ def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str
     """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
     layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
     ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
-    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5)."""
+    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5), or the MoE layers'
+    router and experts with ``moe``."""
     layer = (cfg.flops_fwd() - cfg.head_flops_fwd() - cfg.mtp_flops_fwd()) / cfg.layers  # one layer forward
     core = attn.recomputed_core_flops(cfg, attention)
+    experts = 0.0 if cfg.moe is None else cfg.moe_layers / cfg.layers * moe_mlp.layer_flops_fwd(
+        cfg.moe, cfg.seq_len, cfg.d_model, cfg.gated_mlp)  # ``moe``: the average layer's MoE MLP again
     rc = np.asarray(recompute)
-    again = np.where(rc == memory.FULL, layer, np.where(rc == memory.SELECTIVE, core, 0.0))
+    again = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE], [layer, core, experts], 0.0)
     return model_flops(cfg, batch) + batch * cfg.layers * again

@@ -46,8 +46,24 @@ Sources (each row names its own):
   ``docs/source/performance/performance_long_sequence.md`` at commit a2c4cc8ee6). It prints TP,
   PP, DP, CP and the model TFLOP/s per GPU, not tokens/s and not the micro-batch or interleaving
   (``None``: the planner chooses them). Its tokens/s are derived through NeMo's own FLOP count
-  (:func:`nemo_flops_per_token`, the count NeMo printed until its causal discount of 2025-08), the
+  (:func:`.heldout_runs.nemo_flops_per_token`, the count NeMo printed until its causal discount of 2025-08), the
   count every ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
+
+* ``moe-modelzoo``: NVIDIA's Megatron-MoE-ModelZoo (github.com/yanring/Megatron-MoE-ModelZoo
+  ``best_practice/qwen3/readme.md`` at commit e8650517d6, 2026-05), Qwen3-235B-A22B in BF16 on
+  256 DGX H100s with Megatron-Core: five layouts with their step time in seconds (the dispatcher
+  and the 1F1B all-to-all overlap as the table names them; FSDP "On" is Megatron-FSDP over the
+  128 data-parallel ranks) and four long-context layouts (16K to 128K tokens, CP 1 to 8, forced
+  balance) with TFLOP/s per GPU only, whose tokens/s are derived through Megatron-LM's own FLOP count
+  (:func:`.heldout_runs.megatron_flops_per_token`; the step-time rows obey it within 0.5 %: 245
+  TFLOP/s × 19.7 s × 256 GPUs / (2,048 × 4,096 tokens) = 147.3 GFLOP per token, the count 148.0).
+  The scripts of the ModelZoo (``runtime_configs``, ``model_configs``) keep Megatron-LM's fp32
+  gradients, the distributed optimizer and sequence parallelism; the recomputation they name
+  (``--recompute-modules`` layernorm, moe_act, moe, or full) is left to the planner, whose
+  recomputation is none, the attention core, or the whole layer. And Mixtral-8x22B in BF16 on 128
+  H100s (``best_practice/mixtral/run_mixtral_8x22B.sh`` with ``runtime_configs/benchmarking/
+  runtime.conf``'s layout: "around 465 TFLOPS" with forced balancing; its FP8 figure is DeepSeek's
+  block-wise recipe, which ``megatron-3d`` does not price, and is left out).
 
 Left out, with the reason: the DGX-B200 table of the same page (its TP × PP × DP × CP is a
 quarter of its GPU count in every row, so the layout cannot be read); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
@@ -76,6 +92,9 @@ SOURCES = {
     "nemo-long-24.03": ("NVIDIA NeMo long-sequence performance, NeMo 24.03.01 container, DGX-H100 FP8 LLAMA2-7B "
                         "with context parallelism", "https://github.com/NVIDIA/NeMo/blob/"
                         "a2c4cc8ee64eb98d83684fc616dd0225c25bdfa1/docs/source/performance/performance_long_sequence.md"),
+    "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16",
+                     "https://github.com/yanring/Megatron-MoE-ModelZoo/tree/e8650517d60d71ab73fc6b3b0388cac4ba435181/"
+                     "best_practice"),
     "bridge-25.11": ("Megatron-Bridge performance summary archive, 25.11 NeMo container, pre-training",
                      "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/0a25f911b2ed6c6905a539504fdb8e5b40e3438b/"
                      "docs/performance-summary-archive.md"),
@@ -122,6 +141,7 @@ MODELS: dict[str, dict] = {
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
     "DeepSeekV3 (w/o MTP)": {"preset": "deepseek-v3", "moe": {}},  # the preset's 256 experts; MLA; 61 layers
     "DeepSeekV3 (w/ MTP)": {"preset": "deepseek-v3", "moe": {}, "mtp_layers": 1},  # one prediction module
+    "Mixtral-8x22B": {"preset": "mixtral-8x22b", "moe": {}},  # 56 layers, 8 experts of 16,384, top 2
     "GPT-OSS-120B": {"preset": "gpt-oss-120b", "moe": {}},  # sliding window 128 on every other layer
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,
                         "moe": {"experts": 128, "top_k": 8, "d_ff": 1536, "shared_experts": 0, "shared_d_ff": 0,
@@ -147,12 +167,15 @@ class HeldOutRun:
     vp: int | None  # 1: no interleaving ("n/a" in the table); None: not published (the planner chooses)
     ep: int
     fsdp: int | None  # None: the table has no FSDP column; 0: DDP; > 0: the sharding group size
-    tokens_per_gpu: float  # measured tokens/s/GPU (``nemo-long-24.03``: derived, :func:`nemo_flops_per_token`)
+    tokens_per_gpu: float  # measured tokens/s/GPU (``nemo-long-24.03``: derived, :func:`.heldout_runs.nemo_flops_per_token`)
     model_tflops: float | None  # measured model TFLOP/s/GPU (reference only)
+    variant: str = ""  # what tells apart rows of one model, precision and GPU count in one source
+    recipe: tuple = ()  # (cost option, value) pairs the row's own recipe states (:func:`recipe_options`)
 
     @property
     def label(self) -> str:
-        return f"{self.model} {self.precision} {self.gpus} {self.system.removeprefix('DGX-')} ({self.source})"
+        name = f"{self.model} {self.precision} {self.gpus} {self.system.removeprefix('DGX-')}"
+        return f"{name}{' ' + self.variant if self.variant else ''} ({self.source})"
 
     @property
     def dp(self) -> int:
@@ -178,174 +201,6 @@ class HeldOutRun:
         if self.system != "DGX-H100":
             return "B200 / GB200"
         return "H100 MoE" if self.moe else "H100 dense"
-
-
-def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
-    return [HeldOutRun(source, *row[:1], system, *row[1:]) for row in table]
-
-
-# NeMo 24.07, DGX-H100, FP8: model, precision, GPUs, GBS, MBS, seq, TP, PP, CP, VP, EP, FSDP, tokens/s/GPU, TFLOP/s
-NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
-    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, None, 23406, 765),
-    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, None, 5851, 750),
-    ("GPT3-175B", "FP8", 128, 256, 1, 2048, 4, 8, 1, 6, 1, None, 716, 771),
-    ("GPT3-175B", "FP8", 512, 2048, 2, 2048, 4, 8, 1, 6, 1, None, 825, 888),
-    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, None, 16934, 780),
-    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, None, 8715, 760),
-    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, None, 1728, 768),
-    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, None, 12507, 643),
-    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, None, 4312, 562),
-    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, None, 326, 686),
-    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, None, 12273, 711),
-    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, None, 1524, 734),
-])
-
-
-def nemo_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, d_ff: int, vocab: int,
-                         seq_len: int) -> float:
-    """Model FLOPs per token as NeMo counted them for its Llama performance tables (NeMo
-    ``nemo/utils/flops_formulas.py`` ``llama2``, at f0bf77bcf7 of 2025-01; the full s × s attention,
-    before 6251117f4c of 2025-08 halved it): l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h))."""
-    return layers * d_model**2 * (12 + 12 * kv_heads / heads + 18 * d_ff / d_model + 12 * seq_len / d_model
-                                  + 6 * vocab / (layers * d_model))
-
-
-def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float) -> HeldOutRun:
-    """A ``nemo-long-24.03`` row: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
-    seq = k * 1024
-    tokens = tflops * 1e12 / nemo_flops_per_token(32, 4096, 32, 32, 11008, 32000, seq)  # NeMo Llama2Config7B
-    run = HeldOutRun("nemo-long-24.03", "LLAMA2-7B", "DGX-H100", "FP8", gpus, gbs, None, seq, tp, pp, cp,
-                     1 if pp == 1 else None, 1, None, tokens, tflops)
-    assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
-    return run
-
-
-# NeMo 24.03.01 long sequences, DGX-H100, FP8, LLAMA2-7B (the "with CP" columns)
-NEMO_LONG_24_03 = [_long_sequence(*row) for row in [
-    (4, 4, 1024, 1, 1, 4, 1, 768), (8, 8, 512, 1, 2, 4, 1, 730), (16, 16, 256, 2, 1, 8, 1, 660),
-    (32, 32, 128, 2, 1, 8, 2, 610), (64, 64, 64, 4, 1, 8, 2, 574), (128, 128, 32, 4, 1, 8, 4, 555),
-    (256, 256, 16, 4, 1, 8, 8, 549), (512, 512, 8, 8, 1, 4, 16, 549), (1024, 1024, 4, 8, 1, 4, 32, 536),
-]]
-
-# Megatron-Bridge 25.11 (tables per system; the parenthesised FP8-MX figures are rows of their own)
-BRIDGE_25_11 = _rows("bridge-25.11", "DGX-H100", [
-    ("LLAMA3-8B", "FP8-CS", 8, 128, 1, 8192, 1, 1, 1, 1, 1, 8, 14451, 744),
-    ("LLAMA3-70B", "FP8-CS", 64, 128, 1, 8192, 4, 8, 1, 5, 1, 0, 1602, 719),
-    ("LLAMA3.1-405B", "FP8-CS", 1024, 512, 1, 8192, 8, 8, 2, 8, 1, 0, 292, 737),
-    ("Qwen3-30B-A3B", "FP8-CS", 16, 512, 2, 4096, 1, 2, 1, 24, 8, 0, 5275, 121),
-    ("Qwen3-235B-A22B", "FP8-CS", 256, 2048, 1, 4096, 2, 8, 1, 4, 32, 0, 1575, 233),
-]) + _rows("bridge-25.11", "DGX-B200", [
-    ("LLAMA3-8B", "FP8-CS", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 30624, 1576),
-    ("LLAMA3-8B", "FP8-MX", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 29521, 1519),
-    ("LLAMA3.1-405B", "FP8-CS", 128, 64, 1, 8192, 4, 8, 2, 8, 1, 0, 661, 1667),
-    ("LLAMA3.1-405B", "FP8-MX", 128, 64, 1, 8192, 4, 8, 2, 8, 1, 0, 624, 1576),
-    ("Qwen3-30B-A3B", "FP8-MX", 8, 512, 1, 4096, 1, 1, 1, 1, 8, 0, 9299, 214),
-    ("Qwen3-235B-A22B", "FP8-MX", 64, 1024, 1, 4096, 1, 8, 1, 2, 8, 0, 3269, 484),
-    ("DeepSeekV3 (w/ MTP)", "FP8-MX", 256, 2048, 1, 4096, 1, 16, 1, 1, 8, 0, 2139, 557),
-    ("GPT-OSS-120B", "BF16", 64, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 8213, 223),
-]) + _rows("bridge-25.11", "DGX-GB200", [
-    ("LLAMA3-8B", "FP8-CS", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 31508, 1622),
-    ("LLAMA3-8B", "FP8-MX", 8, 128, 2, 8192, 1, 1, 1, 1, 1, 0, 29789, 1533),
-    ("LLAMA3-70B", "FP8-CS", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4312, 1937),
-    ("LLAMA3.1-405B", "FP8-CS", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 813, 2053),
-    ("Qwen3-30B-A3B", "FP8-MX", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 23766, 547),
-    ("Qwen3-235B-A22B", "BF16", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 4916, 728),
-    ("DeepSeekV3 (w/o MTP)", "BF16", 256, 4096, 1, 4096, 1, 4, 1, 4, 64, 0, 3139, 782),
-    ("DeepSeekV3 (w/o MTP)", "FP8-MX", 256, 4096, 1, 4096, 1, 8, 1, 4, 32, 0, 4018, 1003),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 8192, 1, 1, 1, 1, 64, 0, 15876, 488),
-])
-
-# Megatron-Bridge 26.02 (tables per model; DGX-H100, DGX-B200 and DGX-GB200 rows)
-BRIDGE_26_02 = _rows("bridge-26.02", "DGX-H100", [
-    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1621, 728),
-    ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, 0, 311, 784),
-    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 2, 1, 12, 8, 0, 5113, 118),
-    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1633, 242),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5993, 163),
-]) + _rows("bridge-26.02", "DGX-B200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 1, 4096, 1, 1, 1, 1, 8, 0, 9691, 223),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 8047, 219),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 8, 0, 3805, 563),
-]) + _rows("bridge-26.02", "DGX-GB200", [
-    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3613, 1623),
-    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4040, 1815),
-    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 786, 1983),
-    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 793, 2004),
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26084, 600),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 32, 0, 5448, 806),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15784, 428),
-])
-
-
-# Megatron-Bridge 26.02.01 to 26.08 (archive and current page at 067f987df0, 2026-08-22; tables per model)
-BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
-    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1639, 736),
-    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 2, 1, 12, 8, 0, 9058, 208),
-    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1611, 238),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5984, 163),
-]) + _rows("bridge-26.02.01", "DGX-B200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26695, 614),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13722, 373),
-]) + _rows("bridge-26.02.01", "DGX-GB200", [
-    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3837, 1724),
-    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4357, 1956),
-    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 775, 1957),
-    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 818, 2063),
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26373, 607),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 32, 0, 5530, 819),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15754, 428),
-]) + _rows("bridge-26.04", "DGX-H100", [
-    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1633, 734),
-    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8901, 205),
-    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1686, 250),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5810, 158),
-]) + _rows("bridge-26.04", "DGX-B200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26859, 618),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13045, 355),
-]) + _rows("bridge-26.04", "DGX-GB200", [
-    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3828, 1721),
-    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4143, 1861),
-    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 793, 2002),
-    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 842, 2126),
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26032, 599),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5672, 840),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 15938, 433),
-]) + _rows("bridge-26.04.01", "DGX-H100", [
-    ("LLAMA3-70B", "FP8", 64, 256, 1, 8192, 4, 8, 1, 5, 1, 0, 1664, 731),
-    ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, 0, 328, 827),
-    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, 0, 8960, 206),
-    ("Qwen3-235B-A22B", "FP8", 256, 8192, 1, 4096, 2, 8, 1, 4, 32, 0, 1712, 253),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 1, 4096, 1, 4, 1, 1, 8, 0, 5824, 158),
-]) + _rows("bridge-26.04.01", "DGX-B200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 27136, 619),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 1, 8, 0, 3776, 560),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 8, 0, 13568, 369),
-]) + _rows("bridge-26.04.01", "DGX-GB200", [
-    ("LLAMA3-70B", "FP8", 64, 256, 2, 8192, 1, 1, 1, 1, 1, 64, 4224, 1892),
-    ("LLAMA3-70B", "MXFP8", 64, 256, 1, 8192, 2, 4, 1, 5, 1, 0, 3712, 1664),
-    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, 0, 864, 2144),
-    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, 0, 800, 1994),
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, 0, 26112, 599),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, 0, 5680, 840),
-    ("GPT-OSS-120B", "BF16", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, 0, 16640, 452),
-]) + _rows("bridge-26.06", "DGX-H100", [
-    ("LLAMA3.1-405B", "FP8", 1024, 1536, 1, 8192, 8, 8, 2, 8, 1, None, 326, 822),
-    ("Qwen3-30B-A3B", "FP8", 16, 1024, 1, 4096, 1, 1, 1, 1, 16, None, 8826, 203),
-]) + _rows("bridge-26.06", "DGX-GB200", [
-    ("LLAMA3.1-405B", "FP8", 256, 1536, 1, 8192, 4, 16, 1, 4, 1, None, 843, 2129),
-    ("LLAMA3.1-405B", "MXFP8", 256, 1536, 1, 8192, 4, 16, 1, 8, 1, None, 783, 1976),
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40706, 936),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7376, 1092),
-    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 28947, 943),
-]) + _rows("bridge-26.06.01", "DGX-GB200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 40960, 937),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7360, 1089),
-    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 18304, 597),  # cuDNN regression (footnote)
-]) + _rows("bridge-26.08", "DGX-GB200", [
-    ("Qwen3-30B-A3B", "MXFP8", 8, 512, 4, 4096, 1, 1, 1, 1, 8, None, 39936, 923),
-    ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7280, 1077),
-    ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 28672, 934),
-])
 
 
 # Cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously:
@@ -380,18 +235,15 @@ def _a2a_overlap(run: HeldOutRun) -> bool:
 
 
 def recipe_options(run: HeldOutRun) -> dict:
-    """The ``[cost]`` options ``run``'s recipe fixes (see above); empty for NeMo 24.07."""
+    """The ``[cost]`` options ``run``'s recipe fixes: the Megatron-Bridge rules above, and the row's own
+    ``recipe`` (the ModelZoo's dispatcher and overlap); empty for NeMo's tables."""
     bridge = run.source.startswith("bridge-")
     options = {"grad_bytes": 2} if bridge else {}
     if bridge and run.dtype == "fp8":
         options["fp8_scaling"] = "current"
-    if _hybridep(run):
+    if bridge and _hybridep(run):
         options["moe_dispatcher"] = "hybridep"
-    if _a2a_overlap(run):
+    if bridge and _a2a_overlap(run):
         options["moe_a2a_overlap"] = True
-    return options
+    return {**options, **dict(run.recipe)}
 
-
-def runs() -> list[HeldOutRun]:
-    """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + NEMO_LONG_24_03 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026

@@ -12,7 +12,7 @@ import numpy as np
 @dataclass(frozen=True)
 class Plans:
     """Decisions of plans as arrays that broadcast together: sizes as floats, recompute as
-    0/1/2 (:data:`memory.RECOMPUTE`), switches as bools."""
+    indices (:data:`memory.RECOMPUTE`), switches as bools."""
 
     tp: np.ndarray
     pp: np.ndarray
@@ -77,6 +77,7 @@ class Options:
     fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
     expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
     moe_a2a_overlap: bool = False  # expert all-to-alls beside another micro-batch's compute (:mod:`.moe`)
+    moe_comm_share: float = 0.0  # share of the SMs an overlapped all-to-all holds (:func:`.moe.comm_share`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)
     moe_dispatcher: str = "alltoall"  # the token dispatcher: alltoall, or deepep / hybridep (:mod:`.moe`)
     fp8_scaling: str = "delayed"  # how the casts scale: delayed, current or block (MXFP8; :mod:`.precision`)

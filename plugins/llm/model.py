@@ -5,7 +5,7 @@ Decisions (one categorical variable each; the choices are the sizes that can div
 (sizes that split the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
 device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
-full), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
+full, and moe for a MoE model), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``context_parallel``
 (ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
 models: the experts split over ranks carved out of tensor × data × context parallelism,
@@ -94,7 +94,7 @@ class Megatron3DCostModel(CostModel):
         max_microbatch: ints(1, 4096) = 16,
         max_interleaving: ints(1, 1024) = 16,
         use_all_gpus: bool = False,
-        recompute: tuple[Literal["none", "selective", "full"], ...] = memory.RECOMPUTE,
+        recompute: tuple[Literal["none", "selective", "full", "moe"], ...] = memory.RECOMPUTE,
         grad_bytes: Literal[2, 4] | None = None,
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,
@@ -112,6 +112,7 @@ class Megatron3DCostModel(CostModel):
         expert_tensor_parallel: ints(1, 4096) = 1,
         moe_load_imbalance: floats(1.0) = 1.0,
         moe_a2a_overlap: bool = False,
+        moe_comm_sms: ints(0, 1024) = 20,
         moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = "alltoall",
         attention: Literal["flash", "unfused"] = "flash",
         fused_swiglu: bool = True,
@@ -144,20 +145,19 @@ class Megatron3DCostModel(CostModel):
         ``uneven_stages`` which splits of the layers over pipeline stages a plan may use (``balanced``: even,
         or first and last stages one layer short where embedding and loss count as layers; ``any``: also any
         pipeline size up to the layers; ``layout``: any pipeline size and interleaving, Megatron-Core's
-        explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the
-        attention core, ``flash`` (fused, no s² activations or traffic; Megatron-Core today) or
-        ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP stores
-        its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
+        explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the attention core, ``flash`` (fused,
+        Megatron-Core today) or ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP
+        stores its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
         ``max_context_parallel`` bounds ``context_parallel`` (default 32, or s/8,192 for longer sequences, :func:`.context.default_limit`); ``fsdp_reshard_after_forward`` FSDP
         gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
         may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
         only trades time for memory and multiplies the plans by four, so the search tries it when asked,
         e.g. ``offload = ["none", "optimizer", "activations", "both"]``); mixture-of-experts models (:mod:`.moe`):
-        ``expert_tensor_parallel`` ranks split each expert's width (Megatron-Core ``--expert-tensor-parallel-size``;
-        1, as its MoE guide recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest expert
-        rank's tokens over the balanced share (1: balanced routing), ``moe_a2a_overlap`` the all-to-alls beside another
-        micro-batch's compute (``--overlap-moe-expert-parallel-comm``) and ``moe_dispatcher`` the token dispatcher
-        (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
+        ``expert_tensor_parallel`` ranks split each expert's width (``--expert-tensor-parallel-size``; 1, as
+        Megatron-Core's MoE guide recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest
+        rank's tokens over the balanced share, ``moe_a2a_overlap`` the all-to-alls beside another micro-batch's compute
+        (``--overlap-moe-expert-parallel-comm``; ``moe_comm_sms`` the SMs they hold), ``moe_dispatcher`` the token
+        dispatcher (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -186,8 +186,7 @@ class Megatron3DCostModel(CostModel):
         if max_context_parallel is not None and max_context_parallel < 1:
             raise OptmapError(f"[cost] max_context_parallel must be >= 1, got {max_context_parallel}")
         if uneven_stages not in stages.UNEVEN_STAGES:
-            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, "
-                              f"got {uneven_stages!r}")
+            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, got {uneven_stages!r}")
         if memory_reserve_gib < 0:
             raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
         for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency),
@@ -248,7 +247,8 @@ class Megatron3DCostModel(CostModel):
                                       host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),
                                       moe_load_imbalance=float(moe_load_imbalance),
-                                      moe_a2a_overlap=moe_a2a_overlap, moe_dispatcher=moe_dispatcher)
+                                      moe_a2a_overlap=moe_a2a_overlap, moe_dispatcher=moe_dispatcher,
+                                      moe_comm_share=moe.comm_share(acc, moe_comm_sms))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         self.space = DesignSpace((
@@ -257,7 +257,7 @@ class Megatron3DCostModel(CostModel):
             categorical("data_parallel", divisors(self.batch, self.n)),
             categorical("microbatch_size", divisors(self.batch, max_microbatch)),
             categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
-            categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute)),
+            categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute and (r != "moe" or cfg.moe))),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
@@ -273,7 +273,7 @@ class Megatron3DCostModel(CostModel):
 
     # --- plans as arrays ------------------------------------------------------------------------
     def values(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        """Decision values of the rows of a space matrix, one array per decision (recompute as 0/1/2)."""
+        """Decision values of the rows of a space matrix, one array per decision (recompute as its index)."""
         X = np.asarray(X, float).reshape(-1, len(DECISIONS))
         out = {}
         for i, var in enumerate(self.space.variables):

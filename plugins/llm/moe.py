@@ -23,7 +23,7 @@ router, ``experts`` expert MLPs (``top_k`` per token) and optional shared expert
   grouped GEMM (``--moe-grouped-gemm``: Transformer Engine's GroupedLinear, one cuBLAS GEMM and,
   with FP8, one cast per local expert), and reverses the path (un-sort, reduce-scatter over ETP,
   **combine** all-to-all, un-permute and weight by the router's probabilities). Backward runs the
-  same two all-to-alls on the gradients; full recomputation runs the forward's again. The flex
+  same two all-to-alls on the gradients; full or ``moe`` recomputation runs the forward's again. The flex
   dispatchers' fused kernels deliver the copies grouped by expert, without the sort.
 * **balanced routing**: every rank receives ``b·s/t·top_k`` token copies; the busiest rank, which
   every other waits for, gets ``moe_load_imbalance`` (≥ 1, default 1.0) times that (its expert
@@ -42,6 +42,13 @@ flex``) "remove redundant tokens during cross-node communication" (Megatron-Core
 DeepSeek-V3 §3.2.2): a token crosses the network once per other node that holds one of its
 experts and is forwarded inside that node over NVLink (:func:`deduplicated_all_to_all`). Leading dense layers (``dense_layers``) are
 priced as the average layer of the model (exact when every layer is MoE, as in Mixtral and Qwen3).
+
+An all-to-all runs as kernels on the GPU's streaming multiprocessors: DeepEP's and HybridEP's take
+``moe_flex_dispatcher_num_sms`` of them (Megatron-Core ``transformer_config.py``: "historical
+default 20"), NCCL's one per channel. Overlapped with computation (``moe_a2a_overlap``) they leave
+the computation beside them the other SMs: cost option ``moe_comm_sms`` (default 20, Megatron-Core's
+DeepEP default, assumed alike for NCCL) over the accelerator's SMs (:data:`SMS`; its ``attrs.sms``
+first) is the share of each overlapped all-to-all that stays on the critical path (:func:`overlapped`).
 """
 
 from __future__ import annotations
@@ -199,11 +206,22 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp
     gather = coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
     scatter = coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
     once = 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
-    again = np.where(np.asarray(recompute) == memory.FULL, once, 0.0)
-    return 2.0 * once + again  # forward and backward (+ the recomputed forward)
+    again = np.where(np.isin(recompute, (memory.FULL, memory.MOE)), once, 0.0)
+    return 2.0 * once + again  # forward and backward (+ the recomputed forward: full or moe recomputation)
 
 
-def overlapped(exchange, attention, mlp, p, v, m) -> np.ndarray:
+# streaming multiprocessors per GPU (NVIDIA whitepapers: A100 108, H100 SXM5 132, Blackwell B200 148)
+SMS = {"a100": 108, "a100-sxm": 108, "h100": 132, "h100-sxm": 132, "b200": 148, "gb200": 148}
+
+
+def comm_share(accelerator, comm_sms: int) -> float:
+    """Share of the GPU's SMs an overlapped all-to-all holds: ``comm_sms`` over the accelerator's SMs
+    (``attrs["sms"]``, else :data:`SMS`); 0 for an accelerator whose SM count is unknown."""
+    sms = accelerator.attrs.get("sms", SMS.get(accelerator.name))
+    return min(1.0, comm_sms / float(sms)) if sms else 0.0
+
+
+def overlapped(exchange, attention, mlp, p, v, m, share: float = 0.0) -> np.ndarray:
     """Exposed seconds of a layer's token exchange with Megatron-Core's expert-parallel all-to-all
     overlap (cost option ``moe_a2a_overlap``, ``--overlap-moe-expert-parallel-comm``; Megatron-Core
     MoE guide: "merging FWD-BWD passes of adjacent micro-batches"). In the schedule's steady state
@@ -212,7 +230,9 @@ def overlapped(exchange, attention, mlp, p, v, m) -> np.ndarray:
     ``model_chunk_schedule_plan.py``): the backward's combine beside the forward's attention
     (``attention``: forward, backward seconds), the forward's dispatch beside the backward's expert
     MLP, the backward's dispatch beside the forward's expert MLP (``mlp``), the forward's combine
-    beside the backward's attention; each hides up to its partner. ``exchange`` is the layer's four
+    beside the backward's attention; each hides up to its partner, less the ``share`` of the SMs it
+    holds: the partner runs on the rest while they overlap, so at least ``share`` of each all-to-all
+    stays exposed (hidden = min(all-to-all · (1 − share), partner)). ``exchange`` is the layer's four
     all-to-alls (and a recomputed forward's two). The warm-up chunks run alone (Megatron-Core
     ``schedules.py``, first stage: ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least
     the first forward)."""
@@ -221,7 +241,7 @@ def overlapped(exchange, attention, mlp, p, v, m) -> np.ndarray:
     warm = np.where(v > 1, (p - 1.0) * 2.0 + (v - 1.0) * p, np.maximum(p - 1.0, 1.0))
     paired = np.maximum(0.0, chunks - warm) / chunks
     once = np.asarray(exchange, float) / 4.0  # one of the four all-to-alls
-    hidden = sum(np.minimum(once, partner) for partner in (*attention, *mlp))
+    hidden = sum(np.minimum(once * (1.0 - share), partner) for partner in (*attention, *mlp))
     return exchange - paired * hidden
 
 

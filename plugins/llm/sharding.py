@@ -16,6 +16,10 @@ of the parameters. Memory: weights, gradients and optimizer state all divided by
 (``(2 + 4 + 12)/d = 18/d`` bytes per parameter with fp32 gradients), plus two layers' gathered
 16-bit weights in flight (the one computing and the one prefetched).
 
+Routed experts are sharded the same way over their expert-data-parallel group (``t·dp·cp/(ep·etp)``
+ranks; Megatron-FSDP's expert mesh), not over ``dp·cp``: their weights, gradients and state are
+divided by it, and each layer's local experts are gathered and reduce-scattered over it.
+
 Option ``fsdp_reshard_after_forward`` (FSDP2's ``reshard_after_forward``, default true as above):
 false keeps each layer's gathered weights from its forward to its backward (Llama Team 2024 §3.3.2:
 "we do not reshard after forward computation to avoid an extra all-gather communication during
@@ -35,11 +39,17 @@ GATHERED_LAYERS = 2.0  # the computing layer and the prefetched one
 
 
 def layer_exposed(layer_params, grad_bytes: float, shards, bw, lat, forward, backward,
-                  reshard: bool = True) -> tuple:
+                  reshard: bool = True, experts: tuple = (0.0, 1.0, 1.0, 0.0)) -> tuple:
     """(forward, backward) exposed seconds of one layer's gathers and reduce-scatter, per micro-batch
-    (``reshard`` false: no backward gather)."""
-    gather = coll.allgather(WEIGHT_BYTES * layer_params, shards, bw, lat)
-    scatter = coll.reduce_scatter(grad_bytes * layer_params, shards, bw, lat)
+    (``reshard`` false: no backward gather). ``experts``: one layer's local routed-expert parameters,
+    the expert-data-parallel size and that group's bandwidth and latency; Megatron-FSDP shards the
+    experts over it (``mcore_fsdp_adapter.py``: the expert data-parallel mesh), so they are
+    gathered and reduce-scattered there beside the rest of the layer."""
+    expert_params, edp, expert_bw, expert_lat = experts
+    gather = coll.allgather(WEIGHT_BYTES * layer_params, shards, bw, lat) \
+        + coll.allgather(WEIGHT_BYTES * expert_params, edp, expert_bw, expert_lat)
+    scatter = coll.reduce_scatter(grad_bytes * layer_params, shards, bw, lat) \
+        + coll.reduce_scatter(grad_bytes * expert_params, edp, expert_bw, expert_lat)
     again = gather if reshard else 0.0
     return np.maximum(0.0, gather - forward), np.maximum(0.0, again + scatter - backward)
 

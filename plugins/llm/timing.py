@@ -217,20 +217,25 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ep, etp = plans.ep, opts.expert_tensor_parallel
     lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts)
     f_layer, b_layer = lt.forward, lt.backward
-    rec_layer = np.where(rc == memory.FULL, f_layer, np.where(rc == memory.SELECTIVE, lt.core, 0.0))
+    # recomputed in the backward: the layer, the attention core, or the MoE layer's experts (its all-to-alls: below)
+    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE],
+                          [f_layer, lt.core, lt.experts_forward], 0.0)
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
     ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
         cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
     if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
         mlp = (lt.experts_forward, lt.experts_backward)
-        ep_layer = moe.overlapped(ep_layer, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m)
+        ep_layer = moe.overlapped(ep_layer, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m, opts.moe_comm_share)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
-    cp_layer = ring_f + ring_b + np.where(rc != memory.NONE, ring_f, 0.0)  # recomputing the core repeats its ring
+    core_again = (rc == memory.FULL) | (rc == memory.SELECTIVE)
+    cp_layer = ring_f + ring_b + np.where(core_again, ring_f, 0.0)  # recomputing the core repeats its ring
     dense_layer, expert_layer = moe.param_split(cfg)  # routed experts split over ep·etp ranks, the rest over t
-    layer_params = dense_layer / t  # one layer's tensor-parallel shard (FSDP gathers it; experts stay local)
+    layer_params = dense_layer / t  # one layer's tensor-parallel shard (FSDP gathers it over dp·cp)
+    edp = moe.expert_data_parallel(t, shards, ep, etp)  # experts' replicas fold over tensor × data × context
+    layer_experts = (expert_layer / (ep * etp), edp, links.edp_bw, links.edp_lat)  # FSDP gathers them over edp
     gather_f, gather_b = sharding.layer_exposed(layer_params, opts.grad_bytes, shards, links.dp_bw, links.dp_lat,
-                                                f_layer, b_layer, opts.fsdp_reshard)
+                                                f_layer, b_layer + rec_layer, opts.fsdp_reshard, layer_experts)
     fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
     routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
         cfg, bt, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes, opts.fused_swiglu)
@@ -265,7 +270,6 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                              np.where(middle, layout.middle_device * dense_layer, 0.0)) / t
     stage_experts = stage_layers * expert_layer / (ep * etp)
     stage_params = stage_dense + stage_experts
-    edp = moe.expert_data_parallel(t, shards, ep, etp)  # experts' replicas fold over tensor × data × context
     grads = opts.grad_bytes * stage_dense
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
     accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
@@ -299,8 +303,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     reduce, gather = (np.where(dense_live, x, 0.0) for x in sharding.gradient_sync(
         grads, ACT_BYTES * stage_dense, shards, zero, links.dp_bw, links.dp_lat))
     expert_zero = (np.asarray(plans.zero, bool) | fsdp) & (edp > 1)
-    if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`)
-        expert_reduce, expert_gather = (np.where(edp > 1, x, 0.0) for x in sharding.gradient_sync(
+    if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`; FSDP: per layer)
+        expert_reduce, expert_gather = (np.where((edp > 1) & ~fsdp, x, 0.0) for x in sharding.gradient_sync(
             opts.grad_bytes * stage_experts, ACT_BYTES * stage_experts, edp, expert_zero, links.edp_bw, links.edp_lat))
         reduce, gather = reduce + expert_reduce, gather + expert_gather
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
@@ -341,16 +345,17 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         + s * bt * h * schedule.in_flight(p, m) / split
     # the second stage holds the most of the middle ones: one micro-batch fewer than the first
     middle_act = np.where(middle, held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1)), 0.0)
-    working = np.where(rc == memory.FULL, memory.layer_activations(cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes,
-                                                                   opts.attention, opts.fused_swiglu, routed), 0.0)
+    # one layer rebuilt at a time: the whole layer's activations (full), or a MoE layer's routed part (moe)
+    working = np.where(rc == memory.MOE, routed, 0.0) + np.where(rc == memory.FULL, memory.layer_activations(
+        cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes, opts.attention, opts.fused_swiglu, routed), 0.0)
     logits = (1.0 + cfg.mtp_layers) * 6.0 * s * bt * vocab / t  # and each prediction module's
     last_act = held(layout.last_device, 1.0) + logits
     activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
     weights, gradients, state, copy = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
                                                             opts.fsdp_reshard, opts.grad_bytes)
-    if cfg.moe is not None:  # the stage's share of the experts, optimizer state over edp (:mod:`.moe`)
-        weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), memory.static_bytes(
-            stage_experts, expert_zero, edp, opts.grad_bytes)))
+    if cfg.moe is not None:  # the stage's share of the experts, sharded over edp (:mod:`.moe`, :mod:`.sharding`)
+        weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), sharding.static_bytes(
+            stage_experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, opts.grad_bytes)))
     host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
                               layout.first_device * memory.in_flight_micro_batches(p, v, m))
     state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)

@@ -10,7 +10,7 @@ import pytest
 
 from optmap.cli import main
 from optmap.errors import OptmapError
-from optmap.plugins.llm import heldout, moe
+from optmap.plugins.llm import heldout, heldout_runs, moe
 from optmap.plugins.transformer.presets import PRESETS
 
 from test_llm_moe import columns, plan, problem
@@ -94,7 +94,7 @@ def test_export_names_the_flex_dispatcher(tmp_path, capsys):
 
 
 def test_recipe_options_are_what_the_recipes_say():
-    runs = {r.label: r for r in heldout.runs()}
+    runs = {r.label: r for r in heldout_runs.runs()}
     # Megatron-Bridge's performance recipes keep bf16 gradients; NeMo 24.07's rows keep the default
     assert heldout.recipe_options(runs["LLAMA3-70B FP8 64 H100 (bridge-26.02)"]) == {"grad_bytes": 2,
                                                                                     "fp8_scaling": "current"}

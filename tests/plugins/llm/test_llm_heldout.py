@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from optmap.host import load_host
-from optmap.plugins.llm import heldout
+from optmap.plugins.llm import heldout, heldout_runs
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -23,12 +23,12 @@ import validate_llm  # noqa: E402
 
 
 def _run(label: str) -> heldout.HeldOutRun:
-    (run,) = [r for r in heldout.runs() if r.label == label]
+    (run,) = [r for r in heldout_runs.runs() if r.label == label]
     return run
 
 
 def test_every_row_names_known_things_and_a_consistent_layout():
-    runs = heldout.runs()
+    runs = heldout_runs.runs()
     assert len(runs) >= 40 and len({r.label for r in runs}) == len(runs)
     for r in runs:
         assert r.source in heldout.SOURCES and r.model in heldout.MODELS, r.label
@@ -74,13 +74,13 @@ def test_data_parallel_size_is_what_tp_pp_cp_leave():
     assert run.dp == 16 and run.ep == 32  # EP 32 (expert TP 1) spans tp · dp · cp = 32 ranks
 
 
-@pytest.mark.parametrize("run", [r for r in heldout.runs() if not r.moe], ids=lambda r: r.label)
+@pytest.mark.parametrize("run", [r for r in heldout_runs.runs() if not r.moe], ids=lambda r: r.label)
 def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     """Model FLOPs per token = published TFLOP/s ÷ tokens/s. NeMo 24.07 counts 3 × the forward
     with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
     included); Megatron-Bridge counts causal attention, half of the two s × s GEMMs. Every dense
     row agrees within 0.2 %: the model configuration and both figures are copied right (and
-    ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout.nemo_flops_per_token`, agree with
+    ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout_runs.nemo_flops_per_token`, agree with
     this count of the model's own configuration: the formula is transcribed right). Except
     26.04.01, whose tokens/s are all multiples of 8 (1,664, 4,224, 328, ...): printed coarser than
     its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source)."""
@@ -172,3 +172,39 @@ def test_long_sequence_rows_leave_micro_batch_and_interleaving_to_the_planner():
     assert validate_llm.layout(run) == {"tensor_parallel": 1, "pipeline_parallel": 2, "context_parallel": 1,
                                         "expert_parallel": 1, "data_parallel": 4}
     assert _run("LLAMA2-7B FP8 16 H100 (nemo-long-24.03)").vp == 1  # PP 1: nothing to interleave
+
+
+def test_modelzoo_rows_are_their_published_step_times_and_recipes():
+    """Megatron-MoE-ModelZoo prints step times: 2,048 × 4,096 tokens / (19.7 s × 256 GPUs) =
+    1,663.4 tokens/s/GPU. Its dispatcher and overlap are the row's own recipe; the Megatron-Bridge
+    rules (bf16 gradients, HybridEP, overlap) do not reach it."""
+    run = _run("Qwen3-235B-A22B BF16 256 H100 EP32 (moe-modelzoo)")
+    assert run.measured_s == pytest.approx(19.7) and run.tokens_per_gpu == pytest.approx(1663.35, abs=0.01)
+    assert heldout.recipe_options(run) == {"moe_dispatcher": "deepep"}
+    overlap = _run("Qwen3-235B-A22B BF16 256 H100 EP32 overlap (moe-modelzoo)")
+    assert heldout.recipe_options(overlap) == {"moe_dispatcher": "deepep", "moe_a2a_overlap": True}
+    assert heldout.recipe_options(_run("Qwen3-235B-A22B BF16 256 H100 EP8 PP32 (moe-modelzoo)")) == {}
+
+
+def test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows():
+    """The long-context rows give TFLOP/s only; their tokens/s come from Megatron-LM's FLOP count.
+    The step-time rows print both, so they check the transcription: 245 TFLOP/s × 19.7 s × 256 GPUs /
+    (2,048 × 4,096) = 147.3 GFLOP per token, and 200 × 24.2, 276 × 17.6, 167 × 29.0 the same to
+    within the tables' rounding; the count gives 94 · (6 · (4,096 · 9,216 + 8,192 · 4,096) + 6 · 8,192
+    · 4,096 + 18 · 4,096 · 1,536 · 8) + 6 · 4,096 · 151,936 = 148.03 GFLOP."""
+    count = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 8, 1536, 151936, 4096)
+    assert count == pytest.approx(148.035e9, rel=1e-4)
+    for tflops, step in ((245, 19.7), (200, 24.2), (276, 17.6), (167, 29.0)):
+        assert tflops * 1e12 * step * 256 / (2048 * 4096) == pytest.approx(count, rel=0.012)
+    long = _run("Qwen3-235B-A22B BF16 256 H100 128K (moe-modelzoo)")  # 389 TFLOP/s at 131,072 tokens
+    per_token = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 8, 1536, 151936, 131072)
+    assert long.measured_s == pytest.approx(256 * 131072 * per_token / (389e12 * 256))
+    assert (long.cp, long.dp, long.tp, long.pp) == (8, 1, 4, 8)
+
+
+def test_the_published_megatron_fsdp_layout_with_experts_fits():
+    """ModelZoo's Qwen3-235B-A22B with TP 2, EP 8, PP 1, DP 128, micro-batch 4 and Megatron-FSDP ran
+    (17.6 s). Its 227B routed-expert parameters are 28B per EP rank: they fit only sharded over the
+    32-way expert data parallelism as Megatron-FSDP shards them (plugins/llm/sharding.py)."""
+    row = validate_llm.predict(_run("Qwen3-235B-A22B BF16 256 H100 EP8 FSDP (moe-modelzoo)"))
+    assert row["feasible"] and row["plan"]["fsdp"] and row["memory_gib"] < 78

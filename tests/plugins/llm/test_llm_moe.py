@@ -174,6 +174,32 @@ def test_expert_memory_per_gpu_by_hand():
     assert columns(m, plan(expert_parallel=1))["memory_weights"] == pytest.approx(2.0 * (8 * experts + other))
 
 
+def test_moe_recomputation_drops_the_routed_activations_and_reruns_the_experts():
+    """``recompute = "moe"`` (Megatron-Core ``--recompute-modules moe``): each MoE layer keeps only its
+    input and runs again in the backward, its router, experts and both all-to-alls."""
+    m = problem().cost_model
+    none, again = columns(m, plan()), columns(m, plan(recompute="moe"))
+    # Mixtral, t = 1, b = 1, s = 4,096: a layer's routed part is the router's fp32 probabilities over
+    # 8 experts (4 B · 4,096 · 8) and per copy (2 per token) its permuted input (2 B · 4,096), the MLP-in
+    # output (gate and up, 2 B · 2 · 14,336) and the MLP-out input (2 B · 14,336): 4,096 · 2 · 94,208
+    routed = 4 * 4096 * 8 + 4096 * 2 * (2 * 4096 + 2 * 2 * 14336 + 2 * 14336)
+    in_flight = 4 * 8  # the first stage's 8 layers for its 4 micro-batches in flight (1F1B, p = 4)
+    assert none["memory_activations"] - again["memory_activations"] == pytest.approx((in_flight - 1) * routed)
+    # time: the experts' forward again (recompute_s), the two forward all-to-alls again (1.5 × the
+    # exchange), the attention untouched
+    assert again["recompute_s"] > 0 and none["recompute_s"] == 0
+    assert again["ep_comm_s"] == pytest.approx(1.5 * none["ep_comm_s"], rel=1e-9)
+    assert again["forward_s"] == none["forward_s"] and again["backward_s"] == none["backward_s"]
+    # hardware FLOPs: the experts' forward once more, 2 · (2 · 176,160,768 + 32,768) per token and layer
+    extra = 256 * 4096 * 32 * 2 * (2 * 176_160_768 + 32_768)
+    hw = (again["hardware_tflops_per_gpu"] * again["time"] - none["hardware_tflops_per_gpu"] * none["time"]) * 1e12 * 64
+    assert hw == pytest.approx(extra, rel=1e-9)
+    # a dense model has no MoE layer to recompute: not a choice
+    assert "moe" in next(v for v in m.space.variables if v.name == "recompute").choices
+    dense = problem("llama3-8b", gpus=8, batch=8).cost_model
+    assert "moe" not in next(v for v in dense.space.variables if v.name == "recompute").choices
+
+
 def test_imbalance_slows_the_busiest_rank():
     # the all-to-all's bandwidth term grows 1.5x, its latency does not: 16 micro-batches (256/16) × 8
     # layers × 4 all-to-alls × 7 steps of 1 µs (ep = 8 inside a node) = 3.584 ms of latency
@@ -217,6 +243,14 @@ def test_all_to_all_overlap_by_hand():
     assert float(moe.overlapped(1.0, (0.1, 0.2), (0.3, 0.05), 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.6)
     assert float(moe.overlapped(1.0, *big, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
     assert float(moe.overlapped(1.0, *big, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
+    # each all-to-all holds 20 of the H100's 132 SMs while it runs (Megatron-Core's DeepEP default): the
+    # partner runs on the other 112, so at least 20/132 of every overlapped all-to-all stays exposed
+    share = 20 / 132
+    assert float(moe.overlapped(1.0, *big, 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * (1 - share))
+    # a partner shorter than the rest of its all-to-all still hides only itself: 0.1 + 0.2 + 0.05 and
+    # min(0.25 · 112/132, 0.3) = 0.2121 for the MLP's
+    hidden = 0.1 + 0.2 + 0.25 * (1 - share) + 0.05
+    assert float(moe.overlapped(1.0, (0.1, 0.2), (0.3, 0.05), 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * hidden)
     # in a plan: Mixtral on 64 H100s, pipeline 4 (plan()); only the expert exchange changes, and the
     # pipeline bubble with it (a shorter stage)
     off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan()) for x in (False, True))
@@ -224,6 +258,17 @@ def test_all_to_all_overlap_by_hand():
     assert on["bubble_s"] < off["bubble_s"]
     assert on["time"] == pytest.approx(off["time"] - (off["ep_comm_s"] - on["ep_comm_s"])
                                        - (off["bubble_s"] - on["bubble_s"]), rel=1e-9)
+
+
+def test_comm_share_is_the_dispatchers_sms_over_the_gpus():
+    from optmap.plugins.hardware.accelerators import B200, H100
+    from optmap.system import Accelerator
+
+    assert moe.comm_share(H100, 20) == pytest.approx(20 / 132)  # H100 SXM5: 132 SMs (NVIDIA whitepaper)
+    assert moe.comm_share(B200, 24) == pytest.approx(24 / 148)  # Blackwell B200: 148
+    custom = Accelerator("my-gpu", 1e15, 8e10, 3e12, 1e11, attrs={"sms": 100})
+    assert moe.comm_share(custom, 20) == pytest.approx(0.2)
+    assert moe.comm_share(Accelerator("other", 1e15, 8e10, 3e12, 1e11), 20) == 0.0  # unknown SMs: no contention
 
 
 def test_model_flops_count_active_parameters():
@@ -277,6 +322,12 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
     assert main(["export", str(out), "--to", "megatron"]) == 0
     overlap = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
     assert "--overlap-moe-expert-parallel-comm" in overlap and "--delay-wgrad-compute" in overlap
+    moe_fixes = [a for k, v in plan(recompute="moe").items() for a in ("--fix", f"{k}={v}")]
+    assert main(["run", str(path), *moe_fixes, "--json", str(tmp_path / "rm.json")]) == 0
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "rm.json"), "--to", "megatron"]) == 0
+    recompute = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
+    assert "--recompute-granularity selective" in recompute and "--recompute-modules moe" in recompute
     assert main(["export", str(out), "--to", "deepspeed", "--out", str(tmp_path / "ds.json")]) == 0
     err = capsys.readouterr().err
     assert "deepspeed.moe.layer.MoE(hidden_size=4096, num_experts=8, ep_size=8, k=2)" in err

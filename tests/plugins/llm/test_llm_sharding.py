@@ -37,6 +37,22 @@ def test_fsdp_gathers_and_reduce_scatter_by_hand():
     assert float(w) == pytest.approx(2e9 / 8 + 2e9)
 
 
+def test_fsdp_shards_and_gathers_routed_experts_over_the_expert_data_parallel_group():
+    # Megatron-FSDP shards experts over their expert-data-parallel mesh (mcore_fsdp_adapter.py). A
+    # layer of 1e8 dense parameters over 8 ranks and 4e8 local expert parameters over edp = 4, both at
+    # 50 GB/s: gathers 7/8 · 2e8 / 50e9 = 3.5 ms + 3/4 · 8e8 / 50e9 = 12 ms; reduce-scatters of fp32
+    # gradients 7 ms + 3/4 · 16e8 / 50e9 = 24 ms. Forward 10 ms hides 10 of 15.5; backward 30 ms hides
+    # 30 of 15.5 + 31 = 46.5
+    fwd, bwd = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 0.0, 10e-3, 30e-3, experts=(4e8, 4.0, 50e9, 0.0))
+    assert float(fwd) == pytest.approx(5.5e-3) and float(bwd) == pytest.approx(16.5e-3)
+    # a stage's 4e9 expert parameters over edp = 4: (2 + 4 + 12)·4e9/4 = 18e9 bytes plus two gathered
+    # 16-bit layers of 4e8 (1.6e9); ZeRO-1 alone (no FSDP) leaves weights and gradients whole
+    w, g, s, _ = sharding.static_bytes(4e9, 4e8, np.array(True), np.array(True), 4.0)
+    assert float(w + g + s) == pytest.approx(18e9 + 1.6e9)
+    w, g, s, _ = sharding.static_bytes(4e9, 4e8, np.array(False), np.array(True), 4.0)
+    assert float(w + g + s) == pytest.approx(6 * 4e9 + 12 * 4e9 / 4)  # 36e9
+
+
 def test_offload_by_hand():
     # a layer's 0.64 GB of activations over a 64 GB/s link: 10 ms out, 10 ms back; beside a 4 ms forward
     # and a 12 ms backward 6 ms are exposed (Calculon's offload overhead, max(0, move - compute))
