@@ -221,7 +221,7 @@ def comm_share(accelerator, comm_sms: int) -> float:
     return min(1.0, comm_sms / float(sms)) if sms else 0.0
 
 
-def overlapped(exchange, attention, mlp, p, v, m, share: float = 0.0) -> np.ndarray:
+def overlapped(exchange, once, attention, mlp, p, v, m, share: float = 0.0) -> np.ndarray:
     """Exposed seconds of a layer's token exchange with Megatron-Core's expert-parallel all-to-all
     overlap (cost option ``moe_a2a_overlap``, ``--overlap-moe-expert-parallel-comm``; Megatron-Core
     MoE guide: "merging FWD-BWD passes of adjacent micro-batches"). In the schedule's steady state
@@ -233,14 +233,14 @@ def overlapped(exchange, attention, mlp, p, v, m, share: float = 0.0) -> np.ndar
     beside the backward's attention; each hides up to its partner, less the ``share`` of the SMs it
     holds: the partner runs on the rest while they overlap, so at least ``share`` of each all-to-all
     stays exposed (hidden = min(all-to-all · (1 − share), partner)). ``exchange`` is the layer's four
-    all-to-alls (and a recomputed forward's two). The warm-up chunks run alone (Megatron-Core
+    all-to-alls (and a recomputed forward's two, which stay exposed), ``once`` one of the four. The
+    warm-up chunks run alone (Megatron-Core
     ``schedules.py``, first stage: ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least
     the first forward)."""
     p, v = np.asarray(p, float), np.asarray(v, float)
     chunks = np.asarray(m, float) * v
     warm = np.where(v > 1, (p - 1.0) * 2.0 + (v - 1.0) * p, np.maximum(p - 1.0, 1.0))
     paired = np.maximum(0.0, chunks - warm) / chunks
-    once = np.asarray(exchange, float) / 4.0  # one of the four all-to-alls
     hidden = sum(np.minimum(once * (1.0 - share), partner) for partner in (*attention, *mlp))
     return exchange - paired * hidden
 

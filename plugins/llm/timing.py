@@ -222,11 +222,14 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                           [f_layer, lt.core, lt.experts_forward], 0.0)
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
-    ep_layer = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
-        cfg, bt, t, sp, ep, rc, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
+    def exchange(recompute):
+        return 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
+            cfg, bt, t, sp, ep, recompute, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
+    ep_layer = exchange(rc)
     if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
-        mlp = (lt.experts_forward, lt.experts_backward)
-        ep_layer = moe.overlapped(ep_layer, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m, opts.moe_comm_share)
+        mlp, once = (lt.experts_forward, lt.experts_backward), exchange(memory.NONE) / 4.0
+        ep_layer = moe.overlapped(ep_layer, once, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m,
+                                  opts.moe_comm_share)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
     core_again = (rc == memory.FULL) | (rc == memory.SELECTIVE)
     cp_layer = ring_f + ring_b + np.where(core_again, ring_f, 0.0)  # recomputing the core repeats its ring

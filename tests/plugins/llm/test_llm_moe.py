@@ -190,6 +190,10 @@ def test_moe_recomputation_drops_the_routed_activations_and_reruns_the_experts()
     assert again["recompute_s"] > 0 and none["recompute_s"] == 0
     assert again["ep_comm_s"] == pytest.approx(1.5 * none["ep_comm_s"], rel=1e-9)
     assert again["forward_s"] == none["forward_s"] and again["backward_s"] == none["backward_s"]
+    # with the all-to-all overlap the recomputation's two all-to-alls stay exposed: half the exchange more
+    on = problem(moe_a2a_overlap=True).cost_model
+    assert columns(on, plan(recompute="moe"))["ep_comm_s"] - columns(on, plan())["ep_comm_s"] == pytest.approx(
+        0.5 * none["ep_comm_s"], rel=1e-9)
     # hardware FLOPs: the experts' forward once more, 2 · (2 · 176,160,768 + 32,768) per token and layer
     extra = 256 * 4096 * 32 * 2 * (2 * 176_160_768 + 32_768)
     hw = (again["hardware_tflops_per_gpu"] * again["time"] - none["hardware_tflops_per_gpu"] * none["time"]) * 1e12 * 64
@@ -238,19 +242,22 @@ def test_all_to_all_overlap_by_hand():
     # combine_bwd ‖ attention fwd, dispatch_fwd ‖ MLP bwd, dispatch_bwd ‖ MLP fwd, combine_fwd ‖
     # attention bwd. Interleaved (v 2): (4-1)·2 + (2-1)·4 = 10 of 32 chunks alone
     big = ((5.0, 5.0), (5.0, 5.0))
-    assert float(moe.overlapped(1.0, *big, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16)
+    assert float(moe.overlapped(1.0, 0.25, *big, 4, 1, 16)) == pytest.approx(1.0 - 13 / 16)
     # short partners hide only themselves: 0.1 + 0.2 + 0.25 (capped at a quarter) + 0.05 = 0.6
-    assert float(moe.overlapped(1.0, (0.1, 0.2), (0.3, 0.05), 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.6)
-    assert float(moe.overlapped(1.0, *big, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
-    assert float(moe.overlapped(1.0, *big, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
+    assert float(moe.overlapped(1.0, 0.25, (0.1, 0.2), (0.3, 0.05), 4, 1, 16)) == pytest.approx(1.0 - 13 / 16 * 0.6)
+    assert float(moe.overlapped(1.0, 0.25, *big, 4, 2, 16)) == pytest.approx(1.0 - 22 / 32)
+    assert float(moe.overlapped(1.0, 0.25, *big, 1, 1, 4)) == pytest.approx(1.0 - 3 / 4)  # the first forward alone
     # each all-to-all holds 20 of the H100's 132 SMs while it runs (Megatron-Core's DeepEP default): the
     # partner runs on the other 112, so at least 20/132 of every overlapped all-to-all stays exposed
     share = 20 / 132
-    assert float(moe.overlapped(1.0, *big, 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * (1 - share))
+    assert float(moe.overlapped(1.0, 0.25, *big, 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * (1 - share))
     # a partner shorter than the rest of its all-to-all still hides only itself: 0.1 + 0.2 + 0.05 and
     # min(0.25 · 112/132, 0.3) = 0.2121 for the MLP's
     hidden = 0.1 + 0.2 + 0.25 * (1 - share) + 0.05
-    assert float(moe.overlapped(1.0, (0.1, 0.2), (0.3, 0.05), 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * hidden)
+    assert float(moe.overlapped(1.0, 0.25, (0.1, 0.2), (0.3, 0.05), 4, 1, 16, share)) == pytest.approx(1.0 - 13 / 16 * hidden)
+    # with the forward recomputed (full or moe) the layer's exchange holds six all-to-alls of 0.25: the
+    # recomputation's two stay exposed, the four of the schedule hide as before
+    assert float(moe.overlapped(1.5, 0.25, *big, 4, 1, 16)) == pytest.approx(1.5 - 13 / 16)
     # in a plan: Mixtral on 64 H100s, pipeline 4 (plan()); only the expert exchange changes, and the
     # pipeline bubble with it (a shorter stage)
     off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan()) for x in (False, True))
