@@ -58,7 +58,8 @@ Sources (each row names its own):
   (:func:`.heldout_runs.megatron_flops_per_token`; the step-time rows obey it within 0.5 %: 245
   TFLOP/s × 19.7 s × 256 GPUs / (2,048 × 4,096 tokens) = 147.3 GFLOP per token, the count 148.0).
   The scripts of the ModelZoo (``runtime_configs``, ``model_configs``) keep Megatron-LM's fp32
-  gradients, the distributed optimizer and sequence parallelism; the recomputation they name
+  gradients, the distributed optimizer and sequence parallelism, and never set
+  ``--tp-comm-overlap`` (each row's ``recipe``: ``tp_comm_overlap = False``); the recomputation they name
   (``--recompute-modules`` layernorm, moe_act, moe, or full) is left to the planner, whose
   recomputation is none, the attention core, or the whole layer. And Mixtral-8x22B in BF16 on 128
   H100s (``best_practice/mixtral/run_mixtral_8x22B.sh`` with ``runtime_configs/benchmarking/
