@@ -46,10 +46,11 @@ def layer_exposed(layer_params, grad_bytes: float, shards, bw, lat, forward, bac
     experts over it (``mcore_fsdp_adapter.py``: the expert data-parallel mesh), so they are
     gathered and reduce-scattered there beside the rest of the layer."""
     expert_params, edp, expert_bw, expert_lat = experts
+    has_experts = np.asarray(expert_params) > 0  # a dense model sends nothing (not even latency) over edp
     gather = coll.allgather(WEIGHT_BYTES * layer_params, shards, bw, lat) \
-        + coll.allgather(WEIGHT_BYTES * expert_params, edp, expert_bw, expert_lat)
+        + np.where(has_experts, coll.allgather(WEIGHT_BYTES * expert_params, edp, expert_bw, expert_lat), 0.0)
     scatter = coll.reduce_scatter(grad_bytes * layer_params, shards, bw, lat) \
-        + coll.reduce_scatter(grad_bytes * expert_params, edp, expert_bw, expert_lat)
+        + np.where(has_experts, coll.reduce_scatter(grad_bytes * expert_params, edp, expert_bw, expert_lat), 0.0)
     again = gather if reshard else 0.0
     return np.maximum(0.0, gather - forward), np.maximum(0.0, again + scatter - backward)
 

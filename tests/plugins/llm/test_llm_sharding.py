@@ -45,6 +45,9 @@ def test_fsdp_shards_and_gathers_routed_experts_over_the_expert_data_parallel_gr
     # 30 of 15.5 + 31 = 46.5
     fwd, bwd = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 0.0, 10e-3, 30e-3, experts=(4e8, 4.0, 50e9, 0.0))
     assert float(fwd) == pytest.approx(5.5e-3) and float(bwd) == pytest.approx(16.5e-3)
+    # a dense layer has no experts to gather: not even the expert group's latency is paid
+    dense = sharding.layer_exposed(1e8, 4.0, 8, 50e9, 5e-6, 1e-3, 2e-3)
+    assert sharding.layer_exposed(1e8, 4.0, 8, 50e9, 5e-6, 1e-3, 2e-3, experts=(0.0, 16.0, 50e9, 5e-6)) == dense
     # a stage's 4e9 expert parameters over edp = 4: (2 + 4 + 12)·4e9/4 = 18e9 bytes plus two gathered
     # 16-bit layers of 4e8 (1.6e9); ZeRO-1 alone (no FSDP) leaves weights and gradients whole
     w, g, s, _ = sharding.static_bytes(4e9, 4e8, np.array(True), np.array(True), 4.0)
