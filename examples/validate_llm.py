@@ -245,6 +245,39 @@ def render(rows: list[dict], groups: list[dict], plain: list[dict]) -> str:
             .replace("{{SOURCES}}", sources))
 
 
+def plot(rows: list[dict], path: Path) -> None:
+    """Predicted against measured iteration time (log-log, the diagonal and ±25 %) and each group's
+    errors against the issue's bars (matplotlib, the ``plot`` extra)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    priced = [r for r in rows if r["predicted_s"] is not None]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5), gridspec_kw={"width_ratios": [1.1, 1]})
+    for k, group in enumerate(GROUPS):
+        mine = [r for r in priced if r["group"] == group]
+        left.scatter([r["measured_s"] for r in mine], [r["predicted_s"] for r in mine], s=18, label=group, alpha=0.8)
+        errors = sorted(r["error_percent"] for r in mine)
+        right.scatter([k + (i + 0.5) / max(len(errors), 1) * 0.8 - 0.4 for i in range(len(errors))], errors, s=14)
+        bar = BARS.get(group)
+        if bar:  # the issue's worst-run bar for the group
+            right.hlines([-bar[1], bar[1]], k - 0.45, k + 0.45, colors="grey", linestyles="dashed")
+    lo = min(min(r["measured_s"], r["predicted_s"]) for r in priced) / 1.5
+    hi = max(max(r["measured_s"], r["predicted_s"]) for r in priced) * 1.5
+    for factor, style in ((1.0, "-"), (1.25, ":"), (0.75, ":")):
+        left.plot([lo, hi], [lo * factor, hi * factor], "k" + style, linewidth=0.8)
+    left.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured iteration time (s)",
+             ylabel="predicted (s)", title="held-out runs: predicted against measured (±25 % dotted)")
+    left.legend(fontsize=8)
+    right.axhline(0.0, color="k", linewidth=0.8)
+    right.set_xticks(range(len(GROUPS)), GROUPS)
+    right.set(ylabel="error (%)", title="errors per group (dashed: issue 25's worst-run bar)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, metavar="OUT", help="also write the rows and the summary as JSON")
@@ -252,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problems", type=Path, metavar="DIR",
                         help="also write each run as a problem file with its whole published layout in [fix] "
                              "(as issue 25 judges; it needs every decision it pins, context and expert parallel included)")
+    parser.add_argument("--plot", type=Path, metavar="PNG",
+                        help="also draw predicted against measured and the errors per group (needs matplotlib)")
     parser.add_argument("--match", action="append", metavar="TEXT",
                         help="only runs whose label contains TEXT (repeatable)")
     args = parser.parse_args(argv)
@@ -274,13 +309,16 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "summary": groups, "summary_without_recipe_options": plain},
                                         indent=1, default=float))
+    if args.plot:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        plot(rows, args.plot)
     for name, summaries in (("", groups), (" (without the recipes' options)", plain)):
         for g in summaries:
             if g["runs"]:
                 mean, worst = g["mean_abs_error_percent"], g["max_abs_error_percent"]
                 errs = f"mean {mean:.1f} %, max {worst:.1f} %" if mean is not None else "no prediction"
                 print(f"{g['group']:13s} {g['runs']:3d} runs, {g['priced']} priced, {g['feasible']} feasible: {errs}{name}")
-    print(f"wrote {args.out}" + (f" and {args.json}" if args.json else ""))
+    print(f"wrote {args.out}" + "".join(f" and {p}" for p in (args.json, args.plot) if p))
     return 0
 
 

@@ -100,7 +100,8 @@ def test_the_script_on_two_runs(tmp_path):
     labels = ["LLAMA2-7B FP8 8 H100 (nemo-24.07)", "Qwen3-30B-A3B FP8-CS 16 H100 (bridge-25.11)"]
     problems = tmp_path / "problems"
     assert validate_llm.main(["--match", labels[0], "--match", labels[1], "--out", str(out), "--json", str(js),
-                              "--problems", str(problems)]) == 0
+                              "--problems", str(problems), "--plot", str(tmp_path / "fig.png")]) == 0
+    assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the figure, drawn
     data = json.loads(js.read_text())
     dense, moe = data["rows"]
     assert dense["label"] == labels[0] and moe["label"] == labels[1]
