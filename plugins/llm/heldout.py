@@ -66,6 +66,16 @@ Sources (each row names its own):
   runtime.conf``'s layout: "around 465 TFLOPS" with forced balancing; its FP8 figure is DeepSeek's
   block-wise recipe, which ``megatron-3d`` does not price, and is left out).
 
+* ``megatron-lm-2024``: Megatron-LM's README model table (``images/model_table.png``, added by
+  f2e5db402c, "New scaling figures on H100 GPUs", 2024-07-15; Megatron-Core r0.8.0): GPT models of
+  1.7B to 462B parameters in BF16 on 48 to 6,144 H100s, data parallel 48, sequence 4,096, vocabulary
+  131,072, with TP, PP, the global batch and the per-GPU TFLOP/s (end to end: data loading,
+  optimizer and logging included). No micro-batch, interleaving or recomputation is printed: the
+  planner chooses them. Tokens/s are derived through Megatron-LM's FLOP count of the time
+  (``num_floating_point_operations`` at 8a78edd20c, 2024-07-14, the full s×s attention:
+  ``12·l·h²·(6 + s/h) + 6·h·V`` per token for these models; :func:`.heldout_runs.megatron_gpt_flops_per_token`).
+  The table's parameter counts (1.7B ... 462B) are reproduced with untied output embeddings.
+
 Left out, with the reason: the DGX-B200 table of the same page (its TP × PP × DP × CP is a
 quarter of its GPU count in every row, so the layout cannot be read); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
 either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
@@ -96,6 +106,8 @@ SOURCES = {
     "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16",
                      "https://github.com/yanring/Megatron-MoE-ModelZoo/tree/e8650517d60d71ab73fc6b3b0388cac4ba435181/"
                      "best_practice"),
+    "megatron-lm-2024": ("Megatron-LM README model table, Megatron-Core r0.8.0, GPT weak scaling on DGX H100, BF16",
+                         "https://github.com/NVIDIA/Megatron-LM/blob/f2e5db402c/images/model_table.png"),
     "bridge-25.11": ("Megatron-Bridge performance summary archive, 25.11 NeMo container, pre-training",
                      "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/0a25f911b2ed6c6905a539504fdb8e5b40e3438b/"
                      "docs/performance-summary-archive.md"),
@@ -117,6 +129,11 @@ PRECISIONS = {"FP8": "fp8", "FP8-CS": "fp8", "FP8-MX": "mxfp8", "MXFP8": "mxfp8"
 _GPT3 = {"preset": "gpt3-175b"}  # NeMo GPTConfig*: biases, learned positions, tied output; vocab 51,200
 _NEMOTRON = {"kind": "decoder-only", "vocab": 256000, "seq_len": 4096, "gated_mlp": False, "bias": False,
              "tied_output": False}  # NeMo NemotronConfig: squared-ReLU MLP, no biases, untied output
+# Megatron-LM's GPT weak-scaling models (README "Model table"): vocabulary 131,072, d_ff = 4h, GELU; the
+# table's sizes (1.7B ... 462B) need untied output embeddings; biases and learned positions as
+# Megatron-LM's defaults (--position-embedding-type learned_absolute)
+_MLM_GPT = {"kind": "decoder-only", "vocab": 131072, "gated_mlp": False, "bias": True, "tied_output": False,
+            "max_positions": 4096}
 _QWEN3 = {"kind": "decoder-only", "vocab": 151936, "head_dim": 128, "gated_mlp": True, "bias": False,
           "tied_output": False}  # NeMo Qwen3Config (kv_channels 128, vocab 151,936); HF Qwen3-*-A*B configs
 
@@ -142,6 +159,10 @@ MODELS: dict[str, dict] = {
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
     "DeepSeekV3 (w/o MTP)": {"preset": "deepseek-v3", "moe": {}},  # the preset's 256 experts; MLA; 61 layers
     "DeepSeekV3 (w/ MTP)": {"preset": "deepseek-v3", "moe": {}, "mtp_layers": 1},  # one prediction module
+    **{f"GPT-{size}": {**_MLM_GPT, "layers": layers, "d_model": h, "heads": heads, "d_ff": 4 * h}
+       for size, heads, h, layers in (("1.7B", 16, 2048, 24), ("7.1B", 32, 4096, 30), ("16B", 48, 6144, 32),
+                                      ("32B", 56, 7168, 48), ("70B", 64, 8192, 84), ("119B", 80, 10240, 92),
+                                      ("177B", 96, 12288, 96), ("314B", 128, 16384, 96), ("462B", 144, 18432, 112))},
     "Mixtral-8x22B": {"preset": "mixtral-8x22b", "moe": {}},  # 56 layers, 8 experts of 16,384, top 2
     "GPT-OSS-120B": {"preset": "gpt-oss-120b", "moe": {}},  # sliding window 128 on every other layer
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,

@@ -230,6 +230,31 @@ MOE_MODELZOO = [
 
 
 
+def megatron_gpt_flops_per_token(layers: int, d_model: int, vocab: int, seq_len: int) -> float:
+    """Model FLOPs per token as Megatron-LM logged them in 2024 for a GPT with d_ff = 4h and
+    multi-head attention (``num_floating_point_operations`` at 8a78edd20c: the full s × s attention):
+    ``12·l·h²·(1 + 1 + s/h + 4) + 6·h·V``, Narayanan et al. Eq. 3 without recomputation."""
+    return 12 * layers * d_model**2 * (6 + seq_len / d_model) + 6 * d_model * vocab
+
+
+def _mlm(size: str, h: int, layers: int, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> HeldOutRun:
+    """A row of Megatron-LM's model table (BF16, sequence 4,096, vocabulary 131,072; no micro-batch or
+    interleaving printed: ``None``, the planner's)."""
+    tokens = tflops * 1e12 / megatron_gpt_flops_per_token(layers, h, 131072, 4096)
+    return HeldOutRun("megatron-lm-2024", f"GPT-{size}", "DGX-H100", "BF16", gpus, gbs, None, 4096, tp, pp, 1,
+                      1 if pp == 1 else None, 1, None, tokens, tflops)
+
+
+# Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48)
+MEGATRON_LM_2024 = [_mlm(*row) for row in [
+    ("1.7B", 2048, 24, 1, 1, 48, 192, 408.8), ("7.1B", 4096, 30, 2, 1, 96, 192, 465.9),
+    ("16B", 6144, 32, 4, 1, 192, 192, 489.1), ("32B", 7168, 48, 8, 1, 384, 192, 459.6),
+    ("70B", 8192, 84, 8, 2, 768, 384, 419.7), ("119B", 10240, 92, 8, 4, 1536, 768, 420.5),
+    ("177B", 12288, 96, 8, 6, 2304, 1152, 432.8), ("314B", 16384, 96, 8, 8, 3072, 1536, 474.4),
+    ("462B", 18432, 112, 8, 16, 6144, 3072, 459.9),
+]]
+
+
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + NEMO_LONG_24_03 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO
+    return NEMO_24_07 + NEMO_LONG_24_03 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO

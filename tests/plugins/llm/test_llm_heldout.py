@@ -51,6 +51,9 @@ def test_every_row_names_known_things_and_a_consistent_layout():
     ("LLAMA3.1-405B FP8-CS 1024 H100 (bridge-25.11)", 14.0274),
     # Bridge 26.02 H100: 8,192 × 4,096 / (1,633 × 256) = 33,554,432 / 418,048
     ("Qwen3-235B-A22B FP8 256 H100 (bridge-26.02)", 80.2645),
+    # Megatron-LM's model table, 462B: 3,072 × 4,096 tokens × (12 · 112 · 18,432² · (6 + 4,096/18,432) +
+    # 6 · 18,432 · 131,072) FLOP / (459.9e12 × 6,144 GPUs)
+    ("GPT-462B BF16 6144 H100 (megatron-lm-2024)", 12.7165),
     # NeMo long sequences, derived from TFLOP/s: 4 × 1,048,576 tokens × 1.68891e12 FLOP/token (32 · 4,096² ·
     # (12 + 12 + 18 · 11,008/4,096 + 12 · 1,048,576/4,096 + 6 · 32,000/(32 · 4,096))) / (536e12 × 1,024 GPUs)
     ("LLAMA2-7B FP8 1024 H100 (nemo-long-24.03)", 12.9063),
@@ -87,7 +90,7 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     cfg = load_host().build("workload", "transformer", options={
         **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs, "dtype": "bf16"}).config
     forward = cfg.flops_fwd()  # per sequence: layers, attention core and logits
-    if not run.source.startswith("nemo-"):
+    if run.source.startswith("bridge-"):  # NeMo and Megatron-LM (2024) count the full square
         forward -= cfg.layers * 2.0 * cfg.seq_len**2 * cfg.inner  # causal: half of QKᵀ and ·V (4 s² inner)
     per_token = 3.0 * forward / run.seq_len
     coarse = run.source == "bridge-26.04.01"
@@ -210,3 +213,13 @@ def test_the_published_megatron_fsdp_layout_with_experts_fits():
     32-way expert data parallelism as Megatron-FSDP shards them (plugins/llm/sharding.py)."""
     row = validate_llm.predict(_run("Qwen3-235B-A22B BF16 256 H100 EP8 FSDP (moe-modelzoo)"))
     assert row["feasible"] and row["plan"]["fsdp"] and row["memory_gib"] < 78
+
+
+def test_megatron_lm_table_models_have_its_parameter_counts():
+    """The README's model sizes (two significant digits: within 3.5 %; "1.7B" counts 1.754B), from the
+    workload built with untied output embeddings (the sizes need them: tied, 177B would be 175.6B)."""
+    host = load_host()
+    for size in ("1.7B", "7.1B", "16B", "32B", "70B", "119B", "177B", "314B", "462B"):
+        cfg = host.build("workload", "transformer", options={**heldout.MODELS[f"GPT-{size}"], "seq_len": 4096,
+                                                             "batch": 8, "dtype": "bf16"}).config
+        assert cfg.params == pytest.approx(float(size[:-1]) * 1e9, rel=0.035), size
