@@ -163,8 +163,12 @@ def all_to_all(nbytes, ep, members, intra_bw, inter_bw, latency) -> np.ndarray:
     ranks, ``members`` of them in this GPU's node: ``(members-1)/ep`` of the buffer over NVLink
     and ``(ep-members)/ep`` through the GPU's adapter at once, ``ep - 1`` steps of latency."""
     n, ep, k = (np.asarray(x, float) for x in (nbytes, ep, members))
-    inside = (k - 1.0) / ep * n / intra_bw
-    outside = (ep - k) / ep * n / inter_bw
+    return _both_links(ep, latency, (k - 1.0) / ep * n / intra_bw, (ep - k) / ep * n / inter_bw)
+
+
+def _both_links(ep, latency, inside, outside) -> np.ndarray:
+    """Seconds of an exchange over ``ep`` ranks that moves ``inside`` seconds over NVLink and
+    ``outside`` through the adapter at once, after ``ep - 1`` steps of latency (0 without EP)."""
     return np.where(ep > 1, (ep - 1.0) * latency + np.maximum(inside, outside), 0.0)
 
 
@@ -186,16 +190,15 @@ def deduplicated_all_to_all(token_bytes, copies, ep, members, intra_bw, inter_bw
     :func:`remote_nodes`), and NVLink carries every copy the node keeps or forwards to another
     GPU, ``(members-1)/members`` of them; both at once, ``ep - 1`` steps of latency."""
     ep, k = np.asarray(ep, float), np.minimum(np.asarray(members, float), np.asarray(ep, float))
-    inside = (k - 1.0) / k * copies / intra_bw
-    outside = token_bytes * nodes / inter_bw
-    return np.where(ep > 1, (ep - 1.0) * latency + np.maximum(inside, outside), 0.0)
+    return _both_links(ep, latency, (k - 1.0) / k * copies / intra_bw, token_bytes * nodes / inter_bw)
 
 
-def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp: float,
-                     imbalance: float, dispatcher: str = "alltoall") -> np.ndarray:
-    """Seconds of one MoE layer's token exchange per micro-batch, forward and backward (and the
-    forward again with full recomputation): dispatch and combine all-to-alls over EP (node-deduplicated
-    with a flex ``dispatcher``), each with its all-gather / reduce-scatter over the ETP group."""
+def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, links, etp: float, imbalance: float,
+                     dispatcher: str = "alltoall") -> np.ndarray:
+    """Seconds of one MoE layer's forward token exchange per micro-batch: the dispatch and combine
+    all-to-alls over EP (node-deduplicated with a flex ``dispatcher``), each with its all-gather /
+    reduce-scatter over the ETP group. The backward runs it once more, a recomputed forward once
+    more again (:func:`exchange_passes`)."""
     tokens = ACT_BYTES * local_tokens(cfg, b, t, sp) * imbalance * cfg.d_model
     n = tokens * cfg.moe.top_k
     if dispatcher == "alltoall":
@@ -205,9 +208,13 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, recompute, links, etp
                                       links.ep_lat, remote_nodes(cfg, ep, links.ep_members))
     gather = coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
     scatter = coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
-    once = 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
-    again = np.where(np.isin(recompute, (memory.FULL, memory.MOE)), once, 0.0)
-    return 2.0 * once + again  # forward and backward (+ the recomputed forward: full or moe recomputation)
+    return 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
+
+
+def exchange_passes(recompute) -> np.ndarray:
+    """How many times a layer's forward token exchange runs per micro-batch: forward and backward,
+    and the forward again with full or ``moe`` recomputation."""
+    return 2.0 + np.isin(recompute, (memory.FULL, memory.MOE))
 
 
 # streaming multiprocessors per GPU (NVIDIA whitepapers: A100 108, H100 SXM5 132, Blackwell B200 148)

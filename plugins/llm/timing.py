@@ -221,14 +221,13 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE],
                           [f_layer, lt.core, lt.experts_forward], 0.0)
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
-    # the average layer's token dispatch and combine (MoE layers only, :mod:`.moe`)
-    def exchange(recompute):
-        return 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
-            cfg, bt, t, sp, ep, recompute, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
-    ep_layer = exchange(rc)
+    # the average layer's token dispatch and combine, each pass (MoE layers only, :mod:`.moe`)
+    exchange = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
+        cfg, bt, t, sp, ep, links, etp, opts.moe_load_imbalance, opts.moe_dispatcher)
+    ep_layer = moe.exchange_passes(rc) * exchange
     if cfg.moe is not None and opts.moe_a2a_overlap:  # beside another micro-batch's compute (:mod:`.moe`)
-        mlp, once = (lt.experts_forward, lt.experts_backward), exchange(memory.NONE) / 4.0
-        ep_layer = moe.overlapped(ep_layer, once, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m,
+        mlp = (lt.experts_forward, lt.experts_backward)  # one all-to-all: half a pass
+        ep_layer = moe.overlapped(ep_layer, exchange / 2.0, (f_layer - mlp[0], b_layer - mlp[1]), mlp, p, v, m,
                                   opts.moe_comm_share)
     ring_f, ring_b = context.ring_exposed(cfg, b, t, cp, lt.core, lt.core_backward, links.cp_bw, links.cp_lat)
     core_again = (rc == memory.FULL) | (rc == memory.SELECTIVE)
