@@ -73,7 +73,7 @@ Sources (each row names its own):
   optimizer and logging included). No micro-batch, interleaving or recomputation is printed: the
   planner chooses them. Tokens/s are derived through Megatron-LM's FLOP count of the time
   (``num_floating_point_operations`` at 8a78edd20c, 2024-07-14, the full s×s attention:
-  ``12·l·h²·(6 + s/h) + 6·h·V`` per token for these models; :func:`.heldout_runs.megatron_gpt_flops_per_token`).
+  ``12·l·h²·(6 + s/h) + 6·h·V`` per token for these models; :func:`.heldout_runs.megatron_flops_per_token`).
   The table's parameter counts (1.7B ... 462B) are reproduced with untied output embeddings.
 
 Left out, with the reason: the DGX-B200 table of the same page (its TP × PP × DP × CP is a

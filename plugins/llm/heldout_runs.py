@@ -6,7 +6,7 @@ model TFLOP/s/GPU, under its source's key and system.
 
 from __future__ import annotations
 
-from .heldout import HeldOutRun
+from .heldout import MODELS, HeldOutRun
 
 
 def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
@@ -177,18 +177,21 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 ])
 
 
-
-def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, head_dim: int, top_k: int,
-                             expert_d_ff: int, vocab: int, seq_len: int) -> float:
-    """Model FLOPs per token as Megatron-LM logs them for a GQA, SwiGLU mixture-of-experts model
-    without shared experts (``num_floating_point_operations`` in ``megatron/training/training.py``,
-    causal since 2025: at 9eebd5173c of 2025-05 and bb216765de of 2025-10): per layer
-    ``6·(h·(q + 2k) + q·h) + 6·q·s`` for attention (``q`` = heads × head_dim, ``k`` = kv_heads ×
-    head_dim, half the ``s × s`` square) and ``18·h·f·top_k`` for the routed experts, plus the
-    logits ``6·h·V``."""
+def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, head_dim: int, d_ff: int,
+                             vocab: int, seq_len: int, *, top_k: int = 1, gated: bool = True,
+                             causal: bool = True) -> float:
+    """Model FLOPs per token as Megatron-LM logs them (``num_floating_point_operations`` in
+    ``megatron/training/training.py``) for a model without shared experts: per layer
+    ``6·(h·(q + 2k) + q·h)`` for the attention's projections (``q`` = heads × head_dim, ``k`` =
+    kv_heads × head_dim), ``6·q·s`` for its core, half the ``s × s`` square (``causal``: since 2025,
+    at 9eebd5173c of 2025-05 and bb216765de of 2025-10), ``12·q·s`` before (the full square, at
+    8a78edd20c of 2024-07), and ``6·(3 if gated else 2)·h·f·top_k`` for the MLP or the routed
+    experts; plus the logits ``6·h·V``. For a GPT (d_ff = 4h, multi-head, full square) this is
+    Narayanan et al. Eq. 3 without recomputation, ``12·l·h²·(6 + s/h) + 6·h·V``."""
     q, k = heads * head_dim, kv_heads * head_dim
-    attention = 6 * (d_model * (q + 2 * k) + q * d_model) + 6 * q * seq_len
-    return layers * (attention + 18 * d_model * expert_d_ff * top_k) + 6 * d_model * vocab
+    attention = 6 * (d_model * (q + 2 * k) + q * d_model) + (6 if causal else 12) * q * seq_len
+    mlp = 6 * (3 if gated else 2) * d_model * d_ff * top_k
+    return layers * (attention + mlp) + 6 * d_model * vocab
 
 
 _ZOO = "moe-modelzoo"
@@ -207,8 +210,10 @@ def _zoo(variant: str, step_s: float, tp: int, pp: int, vp: int, ep: int, mbs: i
 
 def _zoo_long(k: int, cp: int, tflops: float) -> HeldOutRun:
     """A long-context row (forced balance): 256 GPUs, GBS 256, TP 4, PP 8, VP 4, EP 8, DeepEP, TFLOP/s."""
-    seq = k * 1024
-    tokens = tflops * 1e12 / megatron_flops_per_token(94, 4096, 64, 4, 128, 8, 1536, 151936, seq)
+    seq, cfg = k * 1024, MODELS["Qwen3-235B-A22B"]
+    tokens = tflops * 1e12 / megatron_flops_per_token(
+        cfg["layers"], cfg["d_model"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"], cfg["moe"]["d_ff"],
+        cfg["vocab"], seq, top_k=cfg["moe"]["top_k"])
     return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 256, 1, seq, 4, 8, cp, 4, 8, 0, tokens,
                       tflops, f"{k}K", _DEEPEP)
 
@@ -224,34 +229,29 @@ MOE_MODELZOO = [
     # best_practice/mixtral/run_mixtral_8x22B.sh: 16 nodes, runtime.conf's TP 2, PP 8, VP 7, EP 8, MBS 1,
     # GBS 256, the all-to-all dispatcher, "dropless training with forced balancing ... around 465 TFLOPS"
     HeldOutRun(_ZOO, "Mixtral-8x22B", "DGX-H100", "BF16", 128, 256, 1, 4096, 2, 8, 1, 7, 8, 0,
-               465e12 / megatron_flops_per_token(56, 6144, 48, 8, 128, 2, 16384, 32768, 4096), 465,
+               465e12 / megatron_flops_per_token(56, 6144, 48, 8, 128, 16384, 32768, 4096, top_k=2), 465,
                recipe=_NO_TP_OVERLAP),
 ]
 
 
-
-def megatron_gpt_flops_per_token(layers: int, d_model: int, vocab: int, seq_len: int) -> float:
-    """Model FLOPs per token as Megatron-LM logged them in 2024 for a GPT with d_ff = 4h and
-    multi-head attention (``num_floating_point_operations`` at 8a78edd20c: the full s × s attention):
-    ``12·l·h²·(1 + 1 + s/h + 4) + 6·h·V``, Narayanan et al. Eq. 3 without recomputation."""
-    return 12 * layers * d_model**2 * (6 + seq_len / d_model) + 6 * d_model * vocab
-
-
-def _mlm(size: str, h: int, layers: int, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> HeldOutRun:
-    """A row of Megatron-LM's model table (BF16, sequence 4,096, vocabulary 131,072; no micro-batch or
-    interleaving printed: ``None``, the planner's)."""
-    tokens = tflops * 1e12 / megatron_gpt_flops_per_token(layers, h, 131072, 4096)
+def _mlm(size: str, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> HeldOutRun:
+    """A row of Megatron-LM's model table (BF16, sequence 4,096; no micro-batch or interleaving printed:
+    ``None``, the planner's), its model from :data:`.heldout.MODELS`, its tokens/s through Megatron-LM's
+    count of 2024 (the full square)."""
+    cfg = MODELS[f"GPT-{size}"]
+    h, heads = cfg["d_model"], cfg["heads"]
+    per_token = megatron_flops_per_token(cfg["layers"], h, heads, heads, h // heads, cfg["d_ff"], cfg["vocab"], 4096,
+                                         gated=False, causal=False)
     return HeldOutRun("megatron-lm-2024", f"GPT-{size}", "DGX-H100", "BF16", gpus, gbs, None, 4096, tp, pp, 1,
-                      1 if pp == 1 else None, 1, None, tokens, tflops)
+                      1 if pp == 1 else None, 1, None, tflops * 1e12 / per_token, tflops)
 
 
-# Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48)
+# Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48; the models'
+# attention heads, hidden sizes and layers are heldout.MODELS')
 MEGATRON_LM_2024 = [_mlm(*row) for row in [
-    ("1.7B", 2048, 24, 1, 1, 48, 192, 408.8), ("7.1B", 4096, 30, 2, 1, 96, 192, 465.9),
-    ("16B", 6144, 32, 4, 1, 192, 192, 489.1), ("32B", 7168, 48, 8, 1, 384, 192, 459.6),
-    ("70B", 8192, 84, 8, 2, 768, 384, 419.7), ("119B", 10240, 92, 8, 4, 1536, 768, 420.5),
-    ("177B", 12288, 96, 8, 6, 2304, 1152, 432.8), ("314B", 16384, 96, 8, 8, 3072, 1536, 474.4),
-    ("462B", 18432, 112, 8, 16, 6144, 3072, 459.9),
+    ("1.7B", 1, 1, 48, 192, 408.8), ("7.1B", 2, 1, 96, 192, 465.9), ("16B", 4, 1, 192, 192, 489.1),
+    ("32B", 8, 1, 384, 192, 459.6), ("70B", 8, 2, 768, 384, 419.7), ("119B", 8, 4, 1536, 768, 420.5),
+    ("177B", 8, 6, 2304, 1152, 432.8), ("314B", 8, 8, 3072, 1536, 474.4), ("462B", 8, 16, 6144, 3072, 459.9),
 ]]
 
 

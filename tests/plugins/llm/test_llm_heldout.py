@@ -197,12 +197,12 @@ def test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows():
     (2,048 × 4,096) = 147.3 GFLOP per token, and 200 × 24.2, 276 × 17.6, 167 × 29.0 the same to
     within the tables' rounding; the count gives 94 · (6 · (4,096 · 9,216 + 8,192 · 4,096) + 6 · 8,192
     · 4,096 + 18 · 4,096 · 1,536 · 8) + 6 · 4,096 · 151,936 = 148.03 GFLOP."""
-    count = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 8, 1536, 151936, 4096)
+    count = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 1536, 151936, 4096, top_k=8)
     assert count == pytest.approx(148.035e9, rel=1e-4)
     for tflops, step in ((245, 19.7), (200, 24.2), (276, 17.6), (167, 29.0)):
         assert tflops * 1e12 * step * 256 / (2048 * 4096) == pytest.approx(count, rel=0.012)
     long = _run("Qwen3-235B-A22B BF16 256 H100 128K (moe-modelzoo)")  # 389 TFLOP/s at 131,072 tokens
-    per_token = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 8, 1536, 151936, 131072)
+    per_token = heldout_runs.megatron_flops_per_token(94, 4096, 64, 4, 128, 1536, 151936, 131072, top_k=8)
     assert long.measured_s == pytest.approx(256 * 131072 * per_token / (389e12 * 256))
     assert (long.cp, long.dp, long.tp, long.pp) == (8, 1, 4, 8)
 
