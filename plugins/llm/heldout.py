@@ -45,9 +45,10 @@ Sources (each row names its own):
   24.03.01, sequences of 4K to 1M tokens with context parallelism (github.com/NVIDIA/NeMo
   ``docs/source/performance/performance_long_sequence.md`` at commit a2c4cc8ee6). It prints TP,
   PP, DP, CP and the model TFLOP/s per GPU, not tokens/s and not the micro-batch or interleaving
-  (``None``: the planner chooses them). Its tokens/s are derived through NeMo's own FLOP count
-  (:func:`.heldout_runs.nemo_flops_per_token`, the count NeMo printed until its causal discount of 2025-08), the
-  count every ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
+  (``None``: the planner chooses them). Its tokens/s are derived through NeMo's own FLOP count,
+  Megatron-LM's over the full square (:func:`.heldout_runs.megatron_flops_per_token` with
+  ``causal=False``: what NeMo printed until its causal discount of 2025-08), the count every
+  ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
 
 * ``moe-modelzoo``: NVIDIA's Megatron-MoE-ModelZoo (github.com/yanring/Megatron-MoE-ModelZoo
   ``best_practice/qwen3/readme.md`` at commit e8650517d6, 2026-05), Qwen3-235B-A22B in BF16 on
@@ -189,7 +190,7 @@ class HeldOutRun:
     vp: int | None  # 1: no interleaving ("n/a" in the table); None: not published (the planner chooses)
     ep: int
     fsdp: int | None  # None: the table has no FSDP column; 0: DDP; > 0: the sharding group size
-    tokens_per_gpu: float  # measured tokens/s/GPU (``nemo-long-24.03``: derived, :func:`.heldout_runs.nemo_flops_per_token`)
+    tokens_per_gpu: float  # measured tokens/s/GPU (derived from TFLOP/s where a source prints no tokens/s)
     model_tflops: float | None  # measured model TFLOP/s/GPU (reference only)
     variant: str = ""  # what tells apart rows of one model, precision and GPU count in one source
     recipe: tuple = ()  # (cost option, value) pairs the row's own recipe states (:func:`recipe_options`)

@@ -30,19 +30,30 @@ NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
 ])
 
 
-def nemo_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, d_ff: int, vocab: int,
-                         seq_len: int) -> float:
-    """Model FLOPs per token as NeMo counted them for its Llama performance tables (NeMo
-    ``nemo/utils/flops_formulas.py`` ``llama2``, at f0bf77bcf7 of 2025-01; the full s × s attention,
-    before 6251117f4c of 2025-08 halved it): l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h))."""
-    return layers * d_model**2 * (12 + 12 * kv_heads / heads + 18 * d_ff / d_model + 12 * seq_len / d_model
-                                  + 6 * vocab / (layers * d_model))
+def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, head_dim: int, d_ff: int,
+                             vocab: int, seq_len: int, *, top_k: int = 1, gated: bool = True,
+                             causal: bool = True) -> float:
+    """Model FLOPs per token as Megatron-LM logs them (``num_floating_point_operations`` in
+    ``megatron/training/training.py``) for a model without shared experts: per layer
+    ``6·(h·(q + 2k) + q·h)`` for the attention's projections (``q`` = heads × head_dim, ``k`` =
+    kv_heads × head_dim), ``6·q·s`` for its core, half the ``s × s`` square (``causal``: since 2025,
+    at 9eebd5173c of 2025-05 and bb216765de of 2025-10), ``12·q·s`` before (the full square, at
+    8a78edd20c of 2024-07), and ``6·(3 if gated else 2)·h·f·top_k`` for the MLP or the routed
+    experts; plus the logits ``6·h·V``. For a GPT (d_ff = 4h, multi-head, full square) this is
+    Narayanan et al. Eq. 3 without recomputation, ``12·l·h²·(6 + s/h) + 6·h·V``."""
+    q, k = heads * head_dim, kv_heads * head_dim
+    attention = 6 * (d_model * (q + 2 * k) + q * d_model) + (6 if causal else 12) * q * seq_len
+    mlp = 6 * (3 if gated else 2) * d_model * d_ff * top_k
+    return layers * (attention + mlp) + 6 * d_model * vocab
 
 
 def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float) -> HeldOutRun:
     """A ``nemo-long-24.03`` row: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
     seq = k * 1024
-    tokens = tflops * 1e12 / nemo_flops_per_token(32, 4096, 32, 32, 11008, 32000, seq)  # NeMo Llama2Config7B
+    # NeMo's count for its Llama tables (``nemo/utils/flops_formulas.py`` ``llama2`` at f0bf77bcf7 of 2025-01,
+    # l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h)): the full square until 6251117f4c of 2025-08) is
+    # Megatron-LM's, gated, without the causal half; NeMo Llama2Config7B
+    tokens = tflops * 1e12 / megatron_flops_per_token(32, 4096, 32, 32, 128, 11008, 32000, seq, causal=False)
     run = HeldOutRun("nemo-long-24.03", "LLAMA2-7B", "DGX-H100", "FP8", gpus, gbs, None, seq, tp, pp, cp,
                      1 if pp == 1 else None, 1, None, tokens, tflops)
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
@@ -175,23 +186,6 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
     ("Qwen3-235B-A22B", "MXFP8", 256, 8192, 1, 4096, 1, 8, 1, 3, 32, None, 7280, 1077),
     ("GPT-OSS-120B", "MXFP8", 64, 1280, 4, 4096, 1, 1, 1, 1, 64, None, 28672, 934),
 ])
-
-
-def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: int, head_dim: int, d_ff: int,
-                             vocab: int, seq_len: int, *, top_k: int = 1, gated: bool = True,
-                             causal: bool = True) -> float:
-    """Model FLOPs per token as Megatron-LM logs them (``num_floating_point_operations`` in
-    ``megatron/training/training.py``) for a model without shared experts: per layer
-    ``6·(h·(q + 2k) + q·h)`` for the attention's projections (``q`` = heads × head_dim, ``k`` =
-    kv_heads × head_dim), ``6·q·s`` for its core, half the ``s × s`` square (``causal``: since 2025,
-    at 9eebd5173c of 2025-05 and bb216765de of 2025-10), ``12·q·s`` before (the full square, at
-    8a78edd20c of 2024-07), and ``6·(3 if gated else 2)·h·f·top_k`` for the MLP or the routed
-    experts; plus the logits ``6·h·V``. For a GPT (d_ff = 4h, multi-head, full square) this is
-    Narayanan et al. Eq. 3 without recomputation, ``12·l·h²·(6 + s/h) + 6·h·V``."""
-    q, k = heads * head_dim, kv_heads * head_dim
-    attention = 6 * (d_model * (q + 2 * k) + q * d_model) + (6 if causal else 12) * q * seq_len
-    mlp = 6 * (3 if gated else 2) * d_model * d_ff * top_k
-    return layers * (attention + mlp) + 6 * d_model * vocab
 
 
 _ZOO = "moe-modelzoo"

@@ -83,8 +83,8 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
     included); Megatron-Bridge counts causal attention, half of the two s × s GEMMs. Every dense
     row agrees within 0.2 %: the model configuration and both figures are copied right (and
-    ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout_runs.nemo_flops_per_token`, agree with
-    this count of the model's own configuration: the formula is transcribed right). Except
+    ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout_runs.megatron_flops_per_token` over
+    the full square, agree with this count of the model's own configuration: the formula is transcribed right). Except
     26.04.01, whose tokens/s are all multiples of 8 (1,664, 4,224, 328, ...): printed coarser than
     its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source)."""
     cfg = load_host().build("workload", "transformer", options={
