@@ -11,16 +11,10 @@ events around the GEMM alone. The result is a check, never a fit: the model's co
 on shared/measurements and the Megatron-LM A100 runs only (docs/reproductions/llm-today.md).
 """
 import json, sys, torch
+from optmap.commands.calibrate import Timer
 dev = torch.device("cuda")
 name = torch.cuda.get_device_name(0)
-def timeit(fn, n=20, warm=5):
-    for _ in range(warm): fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b) / 1e3)
-    ts.sort(); return ts[len(ts) // 2]
+timeit = Timer(torch, dev, warmup=5, repeats=20)  # median seconds between CUDA events
 # (label, M tokens, N out, K in): 8192^3 and the linear layers of GPT-3 5B (h 4096, mb 4 x 2048 tokens),
 # Llama 3 8B (h 4096, 8192 tokens, GQA qkv 6144, gated 2 x 14336), Qwen3-30B experts (rows 2048 / 4096)
 shapes = [("cube", 8192, 8192, 8192),

@@ -47,9 +47,10 @@ NEUTRAL = {"context_parallel": 1, "expert_parallel": 1, "fsdp": False}
 STATUS_CHARS = 160  # the page cuts longer messages (the JSON keeps them whole)
 
 
-def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True) -> dict:
+def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True, extra: dict | None = None) -> dict:
     """The run as a problem (a TOML file's tables as a dict); ``recipe``: with the cost options its
-    recipe states (:func:`.heldout.recipe_options`), else the issue's problem file as written."""
+    recipe states (:func:`.heldout.recipe_options`), else the issue's problem file as written;
+    ``extra``: cost options of a what-if (``--cost``), over both."""
     topology, accelerator = heldout.SYSTEMS[run.system]
     workload = {"model": "transformer", **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs,
                 "dtype": run.dtype}
@@ -60,6 +61,7 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True) 
     if run.vp is not None and stages.layout_string(layers, run.pp, run.vp) is not None:
         cost["uneven_stages"] = "layout"
     cost.update(heldout.recipe_options(run) if recipe else {})  # what the run's recipe fixes beyond its table
+    cost.update(extra or {})
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},
             "cost": cost, "search": {"engine": "megatron-3d"}, "fix": fix or {}}
@@ -107,9 +109,9 @@ def problem_toml(run: heldout.HeldOutRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-def predict(run: heldout.HeldOutRun, recipe: bool = True) -> dict:
+def predict(run: heldout.HeldOutRun, recipe: bool = True, extra: dict | None = None) -> dict:
     """One row: measured and predicted iteration time, the plan, its time breakdown, the status
-    (``recipe``: with the cost options the run's recipe states, as :func:`spec`)."""
+    (``recipe``, ``extra``: as :func:`spec`)."""
     row = {"label": run.label, "group": run.group, "source": run.source, "model": run.model,
            "system": run.system, "precision": run.precision, "dtype": run.dtype, "gpus": run.gpus,
            "gbs": run.gbs, "seq_len": run.seq_len, "layout": layout(run), "measured_s": run.measured_s,
@@ -117,7 +119,7 @@ def predict(run: heldout.HeldOutRun, recipe: bool = True) -> dict:
            "recipe": heldout.recipe_options(run) if recipe else {}}
     try:
         row["fix"] = pins(run)  # what `optmap run … --fix NAME=VALUE` would pin
-        problem = optmap.build_problem(spec(run, row["fix"], recipe))
+        problem = optmap.build_problem(spec(run, row["fix"], recipe, extra))
     except optmap.OptmapError as exc:
         row["status"] = f"not yet modelled: {exc}"
         return row
@@ -289,7 +291,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="also draw predicted against measured and the errors per group (needs matplotlib)")
     parser.add_argument("--match", action="append", metavar="TEXT",
                         help="only runs whose label contains TEXT (repeatable)")
+    parser.add_argument("--cost", action="append", default=[], metavar="KEY=VALUE",
+                        help="a cost option (VALUE in JSON) for every run, over its recipe: a what-if, not the "
+                             "validation, so its page must be named with --out; e.g. attention_tflops=[619,541]")
     args = parser.parse_args(argv)
+    try:
+        extra = {k: json.loads(v) for k, _, v in (c.partition("=") for c in args.cost)}
+    except json.JSONDecodeError as exc:
+        print(f"error: --cost takes KEY=VALUE with a JSON value ({exc}); e.g. --cost moe_comm_sms=24", file=sys.stderr)
+        return 2
+    if extra and args.out == OUT:
+        print(f"error: --cost is a what-if; name its page with --out instead of {OUT.relative_to(ROOT)}", file=sys.stderr)
+        return 2
     runs = [r for r in heldout_runs.runs() if not args.match or any(m in r.label for m in args.match)]
     if not runs:
         print(f"error: no held-out run matches {args.match}; labels look like "
@@ -300,9 +313,12 @@ def main(argv: list[str] | None = None) -> int:
         for run in runs:
             name = "".join(c if c.isalnum() or c in ".-" else "-" for c in run.label.lower()).strip("-")
             (args.problems / f"{name.replace('--', '-')}.toml").write_text(problem_toml(run), encoding="utf-8")
-    rows = [predict(run) for run in runs]
+    rows = [predict(run, extra=extra) for run in runs]
+    if extra and not any(r["predicted_s"] for r in rows):
+        print(f"error: --cost {args.cost}: {rows[0]['status']}", file=sys.stderr)
+        return 2
     groups = summary(rows)
-    plain = summary([predict(run, recipe=False) for run in runs])  # the issue's problem files as written
+    plain = summary([predict(run, recipe=False, extra=extra) for run in runs])  # the issue's problem files as written
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(rows, groups, plain) + "\n", encoding="utf-8")
     if args.json:

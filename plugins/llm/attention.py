@@ -21,7 +21,13 @@ band as it skips those above the diagonal); the unfused kernels compute the whol
 it. The average layer's share of the square is :func:`flash_share`.
 
 The products are priced as the batched GEMMs of their shapes (``s × s × head_dim`` per head and
-sample) on the compute model of :mod:`.compute`, so the GEMM shape curve applies to them alike.
+sample) on the compute model of :mod:`.compute`, so the GEMM shape curve applies to them alike. On
+the fitted H100 that is about 300 TFLOP/s at head dimension 128, within 16 % of what
+FlashAttention-2 runs on one H100 SXM (causal, 8K to 128K tokens); cuDNN's fused attention, which
+Transformer Engine prefers on Hopper, ran 1.6 to 1.95 times FlashAttention-2's rate
+(``examples/measure_attention.py``, ``docs/reproductions/data/h100-attention.json``; a check, not a fit). Cost option
+``attention_tflops`` (forward, backward) prices the fused kernel at a rate the user measured
+instead: its FLOPs (the products it computes, :func:`flash_flops`) over that rate.
 ``b`` is the micro-batch (fractional for a context-parallel rank, which holds ``b/cp`` of the
 queries against all the keys: the same work as ``b/cp`` whole sequences).
 """
@@ -37,10 +43,15 @@ FLASH_BACKWARD_PRODUCTS = 5.0  # FA-2 Algorithm 2: S recomputed, dV, dP, dQ, dK
 FORWARD_PRODUCTS = 2.0  # QKᵀ and PV
 
 
-def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused") -> tuple[np.ndarray, np.ndarray]:
-    """(forward, backward) seconds of one layer's attention core on one tensor-parallel rank."""
+def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused",
+               tflops: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) seconds of one layer's attention core on one tensor-parallel rank;
+    ``tflops``: a fused kernel's measured forward and backward rates (TFLOP/s) instead of its GEMMs."""
     s, dq, dv = cfg.seq_len, cfg.q_head_dim, cfg.v_head_dim  # head_dim both, unless latent attention
     heads = np.asarray(b, float) * cfg.heads / np.asarray(t, float)
+    if attention == "flash" and tflops is not None:
+        flops = heads * flash_flops(cfg)
+        return flops / (tflops[0] * 1e12), FLASH_BACKWARD_PRODUCTS / FORWARD_PRODUCTS * flops / (tflops[1] * 1e12)
     scores, context = dev.gemm_times(s, s, dq, batch=heads), dev.gemm_times(s, dv, s, batch=heads)  # QKᵀ, ·V
     if attention == "flash":
         forward = flash_share(cfg) * (scores[0] + context[0])
@@ -58,9 +69,16 @@ def flash_share(cfg: TransformerConfig) -> float:
     return (1.0 - windowed) * full + windowed * window.causal_share(cfg.seq_len, cfg.sliding_window)
 
 
+def flash_flops(cfg: TransformerConfig) -> float:
+    """Forward FLOPs of the fused kernel per head and sample: ``QKᵀ`` and ``PV``, ``2·s²`` times the
+    query and value widths, over the share of the square it computes (:func:`flash_share`)."""
+    return flash_share(cfg) * 2.0 * cfg.seq_len**2 * (cfg.q_head_dim + cfg.v_head_dim)
+
+
 def recomputed_core_flops(cfg: TransformerConfig, attention: str = "unfused") -> float:
     """FLOPs per sample and layer that selective recomputation runs again: the core's two
     products, ``4·s²·inner`` (Korthikanti §5; over the query and value widths per head with latent
     attention), the share a flash kernel computes of them (:func:`flash_share`)."""
-    share = flash_share(cfg) if attention == "flash" else 1.0
-    return share * 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)
+    if attention == "flash":
+        return cfg.heads * flash_flops(cfg)
+    return 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)

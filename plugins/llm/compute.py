@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optmap.errors import OptmapError
 from optmap.system import Accelerator
 
 
@@ -120,3 +121,35 @@ class SharedDevice:
         from optmap.compute import compute_time
 
         return compute_time(self.accelerator, "memory", {"bytes": nbytes, "kernels": kernels}, dtype=self.dtype)
+
+
+def devices(acc: Accelerator, rec, dtype: str, compute: str, gemm_efficiency: float | None = None,
+            memory_efficiency: float | None = None, fp8_gemm_efficiency: float | None = None):
+    """``(device, linear_device, calibrated)`` of the ``megatron-3d`` option ``compute`` for one
+    accelerator and precision recipe ``rec`` (:mod:`.precision`): the 16-bit device, the device of
+    the linear GEMMs (None: the 16-bit one; FP8 recipes: the FP8 peak at ``fp8_gemm_efficiency``, by
+    default the 16-bit fraction) and whether the accelerator has its own calibration."""
+    if compute == "shared":
+        from optmap.compute import calibration_of
+
+        if calibration_of(acc) is None:
+            raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
+                              f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
+                              f"h100-sxm) or compute = \"fitted\"")
+        if gemm_efficiency or memory_efficiency or fp8_gemm_efficiency:
+            raise OptmapError("[cost] gemm_efficiency, memory_efficiency and fp8_gemm_efficiency apply to "
+                              "compute = \"fitted\" only")
+        if rec.low_precision:
+            raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
+                              f"\"{rec.name}\" use compute = \"fitted\"")
+        return SharedDevice(acc, dtype), None, True
+    eff, calibrated = efficiency_for(acc.name)
+    eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
+                     half_dim=eff.half_dim, launch=eff.launch)
+    device = Device(acc.flops_per_s("bf16" if rec.low_precision else dtype), acc.memory_bandwidth, eff)
+    if not rec.low_precision:
+        return device, None, calibrated
+    linear = Device(acc.flops_per_s(rec.linear_dtype), acc.memory_bandwidth,
+                    Efficiency(gemm=fp8_gemm_efficiency or eff.gemm, memory=eff.memory, half_dim=eff.half_dim,
+                               launch=eff.launch), operand_bytes=rec.operand_bytes)
+    return device, linear, calibrated

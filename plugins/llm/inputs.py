@@ -71,6 +71,7 @@ class Options:
     gemm_input_bytes: float = 2.0  # bytes per saved linear-layer input (1 with FP8, :mod:`.precision`)
     weight_copy_bytes: float = 0.0  # extra bytes per linear weight (FP8 copy and transpose)
     attention: str = "flash"  # the attention core: fused (flash) or unfused (:mod:`.attention`)
+    attention_tflops: tuple[float, float] | None = None  # a fused kernel's measured rates (:mod:`.attention`)
     fused_swiglu: bool = True  # Megatron-Core's fused SwiGLU saves its input only (:mod:`.memory`)
     host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
     host_memory: float = np.inf  # bytes of host memory per GPU for what it offloads (:mod:`.offload`)

@@ -31,7 +31,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from optmap.bounds import Fraction, NonNegative, floats, ints
+from optmap.bounds import Fraction, NonNegative, Positive, floats, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.workload.transformer import TransformerWorkload
@@ -45,7 +45,7 @@ from . import attention as attn
 from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
-from .compute import Device, Efficiency, SharedDevice, efficiency_for
+from .compute import devices
 
 MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
@@ -115,6 +115,7 @@ class Megatron3DCostModel(CostModel):
         moe_comm_sms: ints(0, 1024) = 20,
         moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = "alltoall",
         attention: Literal["flash", "unfused"] = "flash",
+        attention_tflops: tuple[Positive, Positive] | None = None,
         fused_swiglu: bool = True,
         max_context_parallel: ints(1, 65536) | None = None,
         fsdp_reshard_after_forward: bool = True,
@@ -146,7 +147,8 @@ class Megatron3DCostModel(CostModel):
         or first and last stages one layer short where embedding and loss count as layers; ``any``: also any
         pipeline size up to the layers; ``layout``: any pipeline size and interleaving, Megatron-Core's
         explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the attention core, ``flash`` (fused,
-        Megatron-Core today) or ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`); ``fused_swiglu`` a gated MLP
+        Megatron-Core today) or ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`), ``attention_tflops`` a fused
+        kernel's measured forward and backward TFLOP/s (default: its products on the GEMM curve); ``fused_swiglu`` a gated MLP
         stores its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
         ``max_context_parallel`` bounds ``context_parallel`` (default 32, or s/8,192 for longer sequences, :func:`.context.default_limit`); ``fsdp_reshard_after_forward`` FSDP
         gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
@@ -181,6 +183,9 @@ class Megatron3DCostModel(CostModel):
             raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
         if attention not in attn.ATTENTION:
             raise OptmapError(f"[cost] attention must be one of {list(attn.ATTENTION)}, got {attention!r}")
+        if attention_tflops is not None and attention != "flash":
+            raise OptmapError("[cost] attention_tflops prices a fused attention kernel; set attention = \"flash\" "
+                              "or leave attention_tflops out")
         if not offload or any(o not in OFFLOAD for o in offload):
             raise OptmapError(f"[cost] offload must list some of {list(OFFLOAD)}, got {list(offload)}")
         if max_context_parallel is not None and max_context_parallel < 1:
@@ -206,32 +211,8 @@ class Megatron3DCostModel(CostModel):
             raise OptmapError(f"[workload] dtype = \"{rec.name}\" needs the accelerator's {rec.linear_dtype} peak, "
                               f"which '{acc.name}' does not list ({', '.join(dict(acc.peak_flops))}); use bf16 or an "
                               f"accelerator with {rec.linear_dtype} tensor cores")
-        if compute == "shared":
-            from optmap.compute import calibration_of
-
-            if calibration_of(acc) is None:
-                raise OptmapError(f"[cost] compute = \"shared\" prices GEMMs by the accelerator's measured "
-                                  f"calibration, which '{acc.name}' lacks; use a measured preset (a100-sxm, "
-                                  f"h100-sxm) or compute = \"fitted\"")
-            if gemm_efficiency or memory_efficiency or fp8_gemm_efficiency:
-                raise OptmapError("[cost] gemm_efficiency, memory_efficiency and fp8_gemm_efficiency apply to "
-                                  "compute = \"fitted\" only")
-            if rec.low_precision:
-                raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
-                                  f"\"{rec.name}\" use compute = \"fitted\"")
-            self.device, self.calibrated = SharedDevice(acc, workload.dtype), True
-            self.linear_device = None
-        else:
-            eff, self.calibrated = efficiency_for(acc.name)
-            eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
-                             half_dim=eff.half_dim, launch=eff.launch)
-            self.device = Device(acc.flops_per_s("bf16" if rec.low_precision else workload.dtype),
-                                 acc.memory_bandwidth, eff)
-            # the linear GEMMs of each layer (None: the 16-bit device); FP8: its peak and fraction
-            self.linear_device = None if not rec.low_precision else Device(
-                acc.flops_per_s(rec.linear_dtype), acc.memory_bandwidth,
-                Efficiency(gemm=fp8_gemm_efficiency or eff.gemm, memory=eff.memory, half_dim=eff.half_dim,
-                           launch=eff.launch), operand_bytes=rec.operand_bytes)
+        self.device, self.linear_device, self.calibrated = devices(acc, rec, workload.dtype, compute, gemm_efficiency,
+                                                                   memory_efficiency, fp8_gemm_efficiency)
         self.capacity = acc.memory_bytes
         grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
         self.options = inputs.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
@@ -242,7 +223,8 @@ class Megatron3DCostModel(CostModel):
                                       gemm_input_bytes=rec.gemm_input_bytes,
                                       fp8_scaling=precision.scaling_of(rec, fp8_scaling),
                                       weight_copy_bytes=precision.kept_weight_bytes(rec, fp8_param_gather),
-                                      attention=attention, fused_swiglu=fused_swiglu, fsdp_reshard=fsdp_reshard_after_forward,
+                                      attention=attention, attention_tflops=attention_tflops,
+                                      fused_swiglu=fused_swiglu, fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),
                                       expert_tensor_parallel=float(expert_tensor_parallel),

@@ -143,7 +143,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
                                 opts.moe_dispatcher, opts.fp8_scaling)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
-    core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention)
+    core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention, opts.attention_tflops)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
     # the activation reads and writes the MLP shard (and the gated product when gated)

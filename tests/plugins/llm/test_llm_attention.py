@@ -102,3 +102,27 @@ def test_selective_recomputation_redoes_half_the_core_with_a_causal_flash_kernel
         r = m.evaluate(m.space.mapping(plan)).metrics
         again = (r["hardware_tflops_per_gpu"] - r["model_tflops_per_gpu"]) * 1e12 * r["time"] * 64
         assert again == pytest.approx(share * B * layers * 4 * s * s * inner, rel=1e-9)
+
+
+def test_measured_attention_rates_price_the_fused_kernel_by_hand():
+    # GPT-3 175B on tensor 8 as above: 12.885 GFLOP forward; at 500 TFLOP/s forward 25.77 µs, and the
+    # backward's 2.5 × 12.885 GFLOP at 400 TFLOP/s 80.53 µs, whatever the device's GEMM curve
+    flops = 2 * 2048**2 * 128 * 12
+    slow = Device(1e12, 1e9, Efficiency(gemm=0.1, memory=0.1, half_dim=1e6, launch=1.0))
+    fwd, bwd = attention.core_times(GPT3_175B, slow, 1, 8, "flash", tflops=(500.0, 400.0))
+    assert float(fwd) == pytest.approx(flops / 500e12) and float(bwd) == pytest.approx(2.5 * flops / 400e12)
+
+
+def test_attention_tflops_option_changes_the_plan_time_and_refuses_unfused():
+    from test_llm_model import problem
+
+    plan = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "microbatch_size": 1,
+            "interleaving": 1, "recompute": "none", "sequence_parallel": True, "optimizer_sharding": False,
+            "dp_overlap": False}
+    base = problem(attention="flash").cost_model
+    fast = problem(attention="flash", attention_tflops=[5000.0, 5000.0]).cost_model
+    t0, t1 = (m.evaluate(m.space.mapping(plan)).metrics["time"] for m in (base, fast))
+    # the core's share of GPT-3 175B at 2,048 tokens is small but not nothing: faster, by under a tenth
+    assert 0.9 * t0 < t1 < t0
+    with pytest.raises(Exception, match="attention_tflops prices a fused attention kernel"):
+        problem(attention="unfused", attention_tflops=[500.0, 400.0])
