@@ -15,7 +15,9 @@ models: the experts split over ranks carved out of tensor × data × context par
 A plan is valid when tensor × pipeline × context × data GPUs fit in the system (``use_all_gpus``: equal
 it), the sequence splits into ``2·cp`` chunks and the attention is fused where ``cp > 1``, data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
 micro-batches divisible by p (Megatron-LM's requirements), and the layers split over the p·v
-model chunks (:mod:`.stages`: evenly, or with shorter first and last stages as Megatron-Core allows). Sequence
+model chunks (:mod:`.stages`: evenly, or with shorter first and last stages as Megatron-Core allows); with
+``moe_a2a_overlap`` a plan needs expert parallelism, interleaving when pipelined, and no full or moe
+recomputation (:func:`.moe.overlap_invalid`). Sequence
 parallelism without tensor parallelism, and sharding or overlap without data parallelism, change
 nothing (Megatron ignores them). A valid plan is feasible when its memory per GPU fits.
 
@@ -288,6 +290,8 @@ class Megatron3DCostModel(CostModel):
             "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
             "context": self.validity_of_context(cp),
             "experts": moe.invalid(self.config, t, d * cp, plans.ep, plans.sp, self.options.expert_tensor_parallel),
+            "overlap": moe.overlap_invalid(self.config, p, v, plans.ep, plans.recompute) if self.options.moe_a2a_overlap
+            else np.zeros(np.shape(p), bool),
         }
 
     def validity_of_context(self, cp) -> np.ndarray:
@@ -306,7 +310,8 @@ class Megatron3DCostModel(CostModel):
     def score(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
         bad = self.validity(plans)
-        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["context"] | bad["experts"]
+        invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["context"] | bad["experts"] \
+            | bad["overlap"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
         safe = inputs.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
                                "ep": np.where(bad["experts"], 1.0, plans.ep)})

@@ -240,7 +240,8 @@ def overlapped(exchange, once, attention, mlp, p, v, m, share: float = 0.0) -> n
     beside the backward's attention; each hides up to its partner, less the ``share`` of the SMs it
     holds: the partner runs on the rest while they overlap, so at least ``share`` of each all-to-all
     stays exposed (hidden = min(all-to-all · (1 − share), partner)). ``exchange`` is the layer's four
-    all-to-alls (and a recomputed forward's two, which stay exposed), ``once`` one of the four. The
+    all-to-alls (and a recomputed forward's two, which stay exposed: Megatron-Core refuses such plans,
+    :func:`overlap_invalid`, which are priced all the same), ``once`` one of the four. The
     warm-up chunks run alone (Megatron-Core
     ``schedules.py``, first stage: ``(p-1)·2 + (v-1)·p`` interleaved, ``p-1`` otherwise, at least
     the first forward)."""
@@ -299,7 +300,18 @@ def invalid(cfg: TransformerConfig, t, d, ep, sp, etp: float) -> np.ndarray:
     return (np.mod(t * d, ep * etp) != 0) | ((t > 1) & ~np.asarray(sp, bool))
 
 
-def reason(cfg: TransformerConfig, plan: dict, etp: int) -> str:
+def overlap_invalid(cfg: TransformerConfig, p, v, ep, recompute) -> np.ndarray:
+    """True where Megatron-Core refuses ``--overlap-moe-expert-parallel-comm`` (``transformer_config.py``,
+    ``__post_init__``): without expert parallelism, with a pipeline that is not interleaved (its
+    1F1B overlap runs in the interleaved schedule; ``arguments.py`` drops a virtual size of 1), or
+    with full or MoE recomputation."""
+    if cfg.moe is None:
+        return np.zeros(np.shape(ep), bool)
+    p, v, ep = (np.asarray(x, float) for x in (p, v, ep))
+    return (ep == 1) | ((p > 1) & (v == 1)) | np.isin(recompute, (memory.FULL, memory.MOE))
+
+
+def reason(cfg: TransformerConfig, plan: dict, etp: int, overlap: bool = False) -> str:
     """Why a plan breaks :func:`invalid` (empty when it does not)."""
     t, d, ep = plan["tensor_parallel"], plan["data_parallel"], plan.get("expert_parallel", 1)
     if cfg.moe is None:
@@ -309,4 +321,10 @@ def reason(cfg: TransformerConfig, plan: dict, etp: int) -> str:
                 f"{t * d} (Megatron-Core carves expert ranks out of each stage's GPUs)")
     if t > 1 and not plan["sequence_parallel"]:
         return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel (Megatron-Core)"
+    if overlap and overlap_invalid(cfg, plan["pipeline_parallel"], plan["interleaving"], ep,
+                                   memory.RECOMPUTE.index(plan["recompute"])):
+        return (f"moe_a2a_overlap (--overlap-moe-expert-parallel-comm) needs expert_parallel > 1, interleaving > 1 "
+                f"when pipeline_parallel > 1, and no full or moe recomputation (Megatron-Core); this plan has "
+                f"expert_parallel {ep}, pipeline {plan['pipeline_parallel']} × interleaving {plan['interleaving']}, "
+                f"recompute {plan['recompute']}")
     return ""

@@ -191,6 +191,7 @@ def test_moe_recomputation_drops_the_routed_activations_and_reruns_the_experts()
     assert again["ep_comm_s"] == pytest.approx(1.5 * none["ep_comm_s"], rel=1e-9)
     assert again["forward_s"] == none["forward_s"] and again["backward_s"] == none["backward_s"]
     # with the all-to-all overlap the recomputation's two all-to-alls stay exposed: half the exchange more
+    # (a plan Megatron-Core refuses, test_overlap_plans_follow_megatron_cores_rules, priced all the same)
     on = problem(moe_a2a_overlap=True).cost_model
     assert columns(on, plan(recompute="moe"))["ep_comm_s"] - columns(on, plan())["ep_comm_s"] == pytest.approx(
         0.5 * none["ep_comm_s"], rel=1e-9)
@@ -260,11 +261,31 @@ def test_all_to_all_overlap_by_hand():
     assert float(moe.overlapped(1.5, 0.25, *big, 4, 1, 16)) == pytest.approx(1.5 - 13 / 16)
     # in a plan: Mixtral on 64 H100s, pipeline 4 (plan()); only the expert exchange changes, and the
     # pipeline bubble with it (a shorter stage)
-    off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan()) for x in (False, True))
+    off, on = (columns(problem(moe_a2a_overlap=x).cost_model, plan(interleaving=2)) for x in (False, True))
     assert on["ep_comm_s"] < off["ep_comm_s"] and on["forward_s"] == off["forward_s"]
     assert on["bubble_s"] < off["bubble_s"]
     assert on["time"] == pytest.approx(off["time"] - (off["ep_comm_s"] - on["ep_comm_s"])
                                        - (off["bubble_s"] - on["bubble_s"]), rel=1e-9)
+
+
+def test_overlap_plans_follow_megatron_cores_rules():
+    # transformer_config.py refuses --overlap-moe-expert-parallel-comm without expert parallelism,
+    # with a pipeline that is not interleaved, and with full or moe recomputation (none and
+    # selective pass); without the option every such plan stays valid
+    on, off = problem(moe_a2a_overlap=True).cost_model, problem().cost_model
+    refused = [plan(expert_parallel=1, interleaving=2), plan(), plan(interleaving=2, recompute="full"),
+               plan(interleaving=2, recompute="moe")]
+    accepted = [plan(interleaving=2), plan(interleaving=2, recompute="selective"),
+                plan(pipeline_parallel=1, data_parallel=64)]
+    def broken(model, given):
+        values = {k: np.array([CATEGORIES[k].index(given[k]) if k in CATEGORIES else given[k]]) for k in DECISIONS}
+        return bool(model.validity(model.plan_arrays(values))["overlap"][0])
+
+    assert all(broken(on, g) and not broken(off, g) for g in refused)
+    assert not any(broken(on, g) for g in accepted)
+    # an otherwise feasible plan (pipeline 4, no interleaving) is infeasible with the option, in one line
+    assert columns(off, plan())["feasible"] and not columns(on, plan())["feasible"]
+    assert "needs expert_parallel > 1, interleaving > 1" in on.evaluate(on.space.mapping(plan())).reason
 
 
 def test_comm_share_is_the_dispatchers_sms_over_the_gpus():
@@ -324,7 +345,13 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
                  "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"):
         assert want in flags, want
     assert "--overlap-moe-expert-parallel-comm" not in flags  # not priced, not written
-    assert main(["run", str(path), *fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 0
+    # Megatron-Core refuses the overlap with full recomputation or an uninterleaved pipeline
+    # (transformer_config.py): the plan above is refused in one line, an interleaved one without
+    # recomputation is exported with both flags
+    assert main(["run", str(path), *fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 2
+    assert "no full or moe recomputation (Megatron-Core)" in capsys.readouterr().err
+    overlap_fixes = [a for k, v in plan(optimizer_sharding="true", interleaving=2).items() for a in ("--fix", f"{k}={v}")]
+    assert main(["run", str(path), *overlap_fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 0
     capsys.readouterr()
     assert main(["export", str(out), "--to", "megatron"]) == 0
     overlap = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
