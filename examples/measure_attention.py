@@ -91,7 +91,8 @@ for shape in attention:
         except Exception as exc:  # a backend that refuses a shape is recorded, not fatal
             r = {"kind": "attention", "label": shape[0], "backend": backend, "error": str(exc).splitlines()[0][:200]}
         rows.append(r)
-        print(r["label"], backend, {k: v and round(v, 1) for k, v in r.items() if k.endswith("tflops")} or r.get("error"), flush=True)
+        rates = {k: v and round(v, 1) for k, v in r.items() if k.endswith("tflops")}
+        print(r["label"], backend, rates or r.get("error"), flush=True)
 # Qwen3-235B-A22B (h 4096, expert d_ff 1536, 128 experts, top 8) at TP 2 x EP 32 and TP 4 x EP 8
 # (4,096-token micro-batch, sequence parallel: 2,048 / 1,024 tokens per rank, 32·2,048·8/128 and
 # 8·1,024·8/128 copies per local expert); Qwen3-30B-A3B (h 2048, d_ff 768) at EP 8, TP 1

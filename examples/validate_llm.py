@@ -301,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --cost takes KEY=VALUE with a JSON value ({exc}); e.g. --cost moe_comm_sms=24", file=sys.stderr)
         return 2
     if extra and args.out == OUT:
-        print(f"error: --cost is a what-if; name its page with --out instead of {OUT.relative_to(ROOT)}", file=sys.stderr)
+        print(f"error: --cost is a what-if; name its page with --out instead of {OUT.relative_to(ROOT)}",
+              file=sys.stderr)
         return 2
     runs = [r for r in heldout_runs.runs() if not args.match or any(m in r.label for m in args.match)]
     if not runs:

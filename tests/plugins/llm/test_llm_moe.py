@@ -350,7 +350,8 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
     # recomputation is exported with both flags
     assert main(["run", str(path), *fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 2
     assert "no full or moe recomputation (Megatron-Core)" in capsys.readouterr().err
-    overlap_fixes = [a for k, v in plan(optimizer_sharding="true", interleaving=2).items() for a in ("--fix", f"{k}={v}")]
+    overlap_fixes = [a for k, v in plan(optimizer_sharding="true", interleaving=2).items()
+                     for a in ("--fix", f"{k}={v}")]
     assert main(["run", str(path), *overlap_fixes, "--set", "cost.moe_a2a_overlap=true", "--json", str(out)]) == 0
     capsys.readouterr()
     assert main(["export", str(out), "--to", "megatron"]) == 0
