@@ -171,16 +171,23 @@ def group_link(system: System, devices: np.ndarray | Sequence[int]) -> Link:
 
 
 def _distinct(*sizes: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-    """The distinct tuples of equally shaped positive int arrays (one column each) and, per element,
-    the index of its tuple: one int key per tuple in a radix above every size (a 1-D sort, many
-    times faster than ``np.unique(..., axis=0)`` on a search's millions of plans)."""
-    radix = int(max(x.max(initial=1) for x in sizes)) + 1
+    """The distinct tuples of equally shaped non-negative int arrays (one column each) and, per
+    element, the index of its tuple: one int key per tuple, each column in a radix above its own
+    largest size (a 1-D sort, many times faster than ``np.unique(..., axis=0)`` on a search's
+    millions of plans), or ``np.unique(..., axis=0)`` where the key would not fit 63 bits."""
+    radices = [int(x.max(initial=0)) + 1 for x in sizes]
+    if math.prod(radices) >= 2**63:
+        uniq, inverse = np.unique(np.stack([x.ravel() for x in sizes], axis=1), axis=0, return_inverse=True)
+        return tuple(uniq.T), inverse.ravel()
     key = np.zeros(sizes[0].size, dtype=np.int64)
-    for x in sizes:
+    for x, radix in zip(sizes, radices):
         key = key * radix + x.ravel()
     uniq, inverse = np.unique(key, return_inverse=True)
-    columns = [(uniq // radix**i) % radix for i in range(len(sizes) - 1, -1, -1)]
-    return tuple(columns), inverse.ravel()
+    columns = []
+    for radix in reversed(radices):  # the last column is the key's lowest digit
+        uniq, digit = np.divmod(uniq, radix)
+        columns.append(digit)
+    return tuple(reversed(columns)), inverse.ravel()
 
 
 def plan_links(system: System, t, d, p, cp=1) -> dict[str, np.ndarray]:

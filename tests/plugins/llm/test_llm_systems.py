@@ -64,3 +64,18 @@ def test_closed_form_placement_equals_listing_the_groups(gpn):
             assert bool(span[i]) == want_span, (kind, tt, dd, pp)
             if want_span:
                 assert int(k[i]) == want_k, (kind, tt, dd, pp)
+
+
+def test_distinct_group_shapes_match_numpy_unique_rows():
+    # the links are priced once per distinct (t, d, p, ep) tuple: the per-column integer key gives
+    # numpy's own distinct rows and inverse, also where one radix over every column would pass 2^63
+    # (data parallel up to 2^20 with the other sizes small: 2^80 with a single radix)
+    from optmap.plugins.llm.cluster import _distinct
+
+    rng = np.random.default_rng(0)
+    for high in ((8, 2**20, 128, 256), (2**20, 2**20, 2**20, 2**20)):
+        cols = [np.tile(rng.integers(1, h, 200), 3) for h in high]  # every tuple three times
+        distinct, inverse = _distinct(*cols)
+        rows, want = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        assert [list(c) for c in distinct] == [list(c) for c in rows.T]
+        assert list(inverse) == list(want.ravel())
