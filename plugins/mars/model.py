@@ -21,7 +21,7 @@ weights plus largest activations exceed a device's DRAM makes the mapping infeas
 The total is a function of the mapping alone, so every engine (``mars``, ``mars-baseline``,
 ``h2h``, ``ga``, ``optuna``, ``random``) is scored by it.
 
-Report: per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
+Report (:mod:`.report`): per layer its set, design, ES and SS; a ``sets`` table (devices, design, layer range,
 latency). Metrics: ``time`` (s), ``compute_time``, ``collective_time`` (All-Reduce + SS), ``relayout_time``,
 ``inter_set_time``, ``host_time`` (``collective_time`` includes the halo exchange when on), ``memory_fraction`` (largest footprint / DRAM), ``memory_bytes`` (that footprint),
 ``largest_set`` (devices in the largest AccSet; Table III uses 2 and 4),
@@ -40,7 +40,7 @@ import numpy as np
 from optmap import schedule
 from optmap.bounds import MAX_DIMENSION, NonNegative, ints
 
-from optmap.cost import BATCH, CostModel, CostReport, LayerCost
+from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
 from optmap.host import Host
 from optmap.space import DesignSpace, Mapping, categorical, permutation, real
@@ -48,7 +48,7 @@ from optmap.system import System
 from optmap.units import gBps_to_bytes_per_s
 from optmap.workload import Workload
 
-from . import level1
+from . import level1, report
 from .designs import Design, design_of, lookup_designs
 from .layers import layer_graph
 from .level1 import Plan
@@ -360,45 +360,10 @@ class MarsCostModel(CostModel):
         x = np.asarray(mapping.array, float)
         metrics = {k: float(v[0]) for k, v in self.evaluate_batch(x[None]).items() if k != "feasible"}
         plan = self.plan_of(x)
-        described = self.describe(plan)
+        described = report.describe(self, plan)
         return CostReport(metrics=metrics, feasible=metrics["memory_fraction"] <= 1.0 and np.isfinite(metrics["time"]),
                           reason="" if metrics["memory_fraction"] <= 1.0 else "a set exceeds its DRAM (Sec. III)",
-                          layers=tuple(self._rows(plan)), plan=described,
+                          layers=tuple(report.layer_rows(self, plan)), plan=described,
                           tables={"sets": [{k: v for k, v in row.items() if k != "devices"} for row in described["sets"]],
                                   "stages": [{"stage": row["set"], "seconds": row["latency_s"] + row["inbound_s"]}
                                              for row in described["sets"]]})
-
-    # --- reporting ------------------------------------------------------------------------------
-    def design_name(self, candidate: int, design: int) -> str:
-        return "+".join(d.name for d in self._designs_of(candidate, design))
-
-    def describe(self, plan: Plan) -> dict:
-        """JSON-friendly sets (devices, design, layer range, latency) and the baseline."""
-        inter, host = self.traffic.per_set(plan.sets, plan.bounds)
-        sets = []
-        for i, (c, d, (a, b)) in enumerate(zip(plan.sets, plan.designs, plan.bounds)):
-            sub = self.subproblem(c, d, a, b)
-            latency = float(sub.cost(np.array(plan.strategies[a:b + 1])[None])[0][0])
-            sets.append({"set": set_label(self.candidates[c]), "devices": list(self.candidates[c]),
-                         "design": self.design_name(c, d), "first": self.layers[a].name, "last": self.layers[b].name,
-                         "layers": b - a + 1, "latency_s": latency, "inbound_s": float(inter[i] + host[i])})
-        return {"sets": sets, "aggregate": self.aggregate, "baseline_time_s": self.baseline_time,
-                "baseline_sets": [set_label(self.candidates[c]) for c in self.baseline_plan.sets]}
-
-    def _rows(self, plan: Plan) -> list[LayerCost]:
-        rows = []
-        for c, d, (a, b) in zip(plan.sets, plan.designs, plan.bounds):
-            sub = self.subproblem(c, d, a, b)
-            states = np.array(plan.strategies[a:b + 1])
-            parts = sub.breakdown(states)
-            for j, layer in enumerate(self.layers[a:b + 1]):
-                es, ss = sub.strategies.label(int(states[j]))
-                comm = parts["allreduce"][j] + parts["shared"][j] + parts["relayout"][j]
-                rows.append(LayerCost(layer.name, float(parts["compute"][j]), float(comm),
-                                      float(parts["weight_bytes"][j] + parts["act_bytes"][j]),
-                                      {"set": set_label(self.candidates[c]), "design": self.design_name(c, d),
-                                       "ES": es, "SS": ss}))
-        inter, host = self.traffic.per_set(plan.sets, plan.bounds)
-        rows.append(LayerCost("(between sets)", 0.0, float(inter.sum())))
-        rows.append(LayerCost("(host input/output)", 0.0, float(host.sum())))
-        return rows
