@@ -9,7 +9,8 @@ express (pipeline stages are built in the model code with ``PipelineModule``; Me
 sequence parallelism, selective recomputation, interleaving and FP8 have no config key).
 Mixture-of-experts models add Megatron-Core's MoE flags (``--num-experts``, ``--moe-router-topk``,
 ``--moe-ffn-hidden-size``, ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size``,
-``--moe-shared-expert-intermediate-size``, ``--moe-layer-freq``; its MoE README) with the
+``--moe-shared-expert-intermediate-size``, ``--moe-layer-freq``, ``--moe-router-num-groups``,
+``--moe-router-group-topk``; its MoE README) with the
 alltoall dispatcher and grouped GEMM the cost model prices; for DeepSpeed the expert parallel
 size is the ``ep_size`` of ``deepspeed.moe.layer.MoE``, built in the model code.
 
@@ -152,6 +153,8 @@ def _moe_flags(model) -> list[tuple[str, object]]:
         flags += [("--overlap-moe-expert-parallel-comm", None), ("--delay-wgrad-compute", None)]
     if moe.shared_experts:  # their summed width (Megatron-Core's TransformerConfig)
         flags.append(("--moe-shared-expert-intermediate-size", moe.shared_width))
+    if moe.groups > 1:  # group-limited routing (Megatron-Core group_limited_topk)
+        flags += [("--moe-router-num-groups", moe.groups), ("--moe-router-group-topk", moe.group_top_k)]
     if moe.dense_layers:  # 0 = dense MLP, 1 = MoE, per layer
         flags.append(("--moe-layer-freq", f"'([0]*{moe.dense_layers}+[1]*{model.config.moe_layers})'"))
     return flags
@@ -219,6 +222,9 @@ def _moe_notes(model, plan: dict) -> list[str]:
     if model.options.expert_tensor_parallel > 1:
         notes.append(f"expert_tensor_parallel = {int(model.options.expert_tensor_parallel)}: not mapped to "
                      f"DeepSpeed's MoE layer")
+    if moe.groups > 1:
+        notes.append(f"groups = {moe.groups}, group_top_k = {moe.group_top_k}: DeepSpeed's MoE gate has no "
+                     f"group-limited routing")
     if moe.shared_experts:
         notes.append(f"shared_experts = {moe.shared_experts}: not a DeepSpeed MoE argument; add the shared "
                      f"MLP beside the MoE layer in the model code")

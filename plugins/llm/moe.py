@@ -40,7 +40,8 @@ token dispatcher: ``alltoall`` (default, ``--moe-token-dispatcher-type alltoall`
 routed copy to its expert's rank; ``deepep`` and ``hybridep`` (``--moe-token-dispatcher-type
 flex``) "remove redundant tokens during cross-node communication" (Megatron-Core MoE guide;
 DeepSeek-V3 §3.2.2): a token crosses the network once per other node that holds one of its
-experts and is forwarded inside that node over NVLink (:func:`deduplicated_all_to_all`). Leading dense layers (``dense_layers``) are
+experts (fewer with group-limited routing, :func:`remote_nodes`) and is forwarded inside that node
+over NVLink (:func:`deduplicated_all_to_all`). Leading dense layers (``dense_layers``) are
 priced as the average layer of the model (exact when every layer is MoE, as in Mixtral and Qwen3).
 
 An all-to-all runs as kernels on the GPU's streaming multiprocessors: DeepEP's and HybridEP's take
@@ -174,14 +175,46 @@ def _both_links(ep, latency, inside, outside) -> np.ndarray:
 
 def remote_nodes(cfg: TransformerConfig, ep, members) -> np.ndarray:
     """Expected number of other nodes of the EP group that hold at least one of a token's
-    ``top_k`` experts, the experts spread evenly over the group's ``ep/members`` nodes and routed
-    uniformly (balanced): each other node is missed with probability C(E - e, k) / C(E, k), ``e``
-    the experts it holds (hypergeometric)."""
-    experts, k = float(cfg.moe.experts), cfg.moe.top_k
-    ep, members = np.asarray(ep, float), np.asarray(members, float)
-    held = experts * np.minimum(members, ep) / ep  # experts in one node of the group
-    missed = np.prod([np.clip((experts - held - i) / (experts - i), 0.0, 1.0) for i in range(k)], axis=0)
-    return (ep / np.minimum(members, ep) - 1.0) * (1.0 - missed)
+    ``top_k`` experts, the experts spread evenly over the group's ``ep/members`` nodes (consecutive
+    experts on consecutive ranks) and routed uniformly (balanced). Plain top-k: each other node,
+    holding ``e`` of the ``E`` experts, is missed with probability C(E - e, k) / C(E, k)
+    (hypergeometric). Group-limited routing (``groups``, ``group_top_k``: :mod:`optmap.workload.moe`)
+    draws the ``k`` experts from the ``group_top_k`` chosen groups' ``N`` experts: a node that holds
+    ``t`` whole groups (or part ``h`` of one, ``t = 1``) has ``s`` of them chosen with the
+    hypergeometric probability C(t, s)·C(G - t, g - s)/C(G, g) and is then missed with
+    C(N - s·h, k) / C(N, k). Where a node's share neither holds whole groups nor divides one, plain
+    top-k is priced (more nodes, never fewer)."""
+    moe = cfg.moe
+    experts, k, g = float(moe.experts), moe.top_k, moe.group_top_k
+    ep = np.asarray(ep, float)
+    members = np.minimum(np.asarray(members, float), ep)
+    held = experts * members / ep  # experts in one node of the group
+    width = experts / moe.groups  # experts in one group
+    whole = (held >= width) & (np.mod(held, width) == 0)
+    part = (held < width) & (np.mod(width, held) == 0)
+    grouped = (moe.groups > 1) & (whole | part)
+    t = np.where(grouped, np.where(whole, held / width, 1.0), 1.0)  # groups the node holds (some of)
+    h = np.where(grouped, np.where(whole, width, held), held)  # experts it holds in each
+    total = np.where(grouped, g * width, experts)  # experts a token's top_k come from
+    chosen = np.where(grouped, float(moe.groups), 1.0)
+    picks = np.where(grouped, float(g), 1.0)
+    missed = sum(_choose(t, s) * _choose(chosen - t, picks - s) / _choose(chosen, picks)
+                 * _none_of(total, s * h, k) for s in range(g + 1))
+    return (ep / members - 1.0) * (1.0 - missed)
+
+
+def _choose(n, r) -> np.ndarray:
+    """C(n, r) for integer-valued arrays (0 where r > n or r < 0), as a falling factorial."""
+    n, r = np.asarray(n, float), np.asarray(r, float)
+    out = np.where(r < 0, 0.0, 1.0)
+    for i in range(int(np.max(r, initial=0))):
+        out = out * np.where(i < r, np.clip(n - i, 0.0, None) / (i + 1.0), 1.0)
+    return out
+
+
+def _none_of(total, held, k: int) -> np.ndarray:
+    """C(total - held, k) / C(total, k): a uniform draw of ``k`` of ``total`` misses ``held`` of them."""
+    return np.prod([np.clip((total - held - i) / (total - i), 0.0, 1.0) for i in range(k)], axis=0)
 
 
 def deduplicated_all_to_all(token_bytes, copies, ep, members, intra_bw, inter_bw, latency, nodes) -> np.ndarray:

@@ -133,13 +133,15 @@ QWEN3_235B_A22B = _moe("qwen3-235b-a22b", 94, 4096, 64, 128, 4, 12288, 151936, M
 # deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: 61 layers, dim 7168, 128 heads,
 # q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128
 # (multi-head latent attention), inter_dim 18432 for the first n_dense_layers 3, then 256 routed
-# experts of moe_inter_dim 2048 with 8 activated and 1 shared, vocab 129280, untied, RMSNorm. The
+# experts of moe_inter_dim 2048 with 8 activated and 1 shared, routed within n_limited_groups 4 of
+# n_expert_groups 8 (node-limited routing, §2.1.2), vocab 129280, untied, RMSNorm. The
 # multi-token-prediction module (DeepSeek-V3 §2.2, 14B of the published 685B) is not part of it:
 # 671B total, 37B activated (DeepSeek-V3 Technical Report, abstract).
 DEEPSEEK_V3 = TransformerConfig(name="deepseek-v3", kind="decoder-only", layers=61, d_model=7168, heads=128,
                                 head_dim=128, d_ff=18432, seq_len=4096, vocab=129280, bias=False, norm_params=1,
                                 final_norm=True, tied_output=False, gated_mlp=True,
-                                moe=MoEConfig(256, 8, 2048, shared_experts=1, shared_d_ff=2048, dense_layers=3),
+                                moe=MoEConfig(256, 8, 2048, shared_experts=1, shared_d_ff=2048, dense_layers=3,
+                                              groups=8, group_top_k=4),
                                 mla=MLAConfig(kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64, v_head_dim=128))
 
 # openai/gpt-oss-120b config: 36 layers, hidden 2880, 64 heads of 64, 8 kv heads, attention and

@@ -65,7 +65,8 @@ _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "
            "sliding_window", "full_attention_every")
 _MAY_BE_ZERO = ("max_positions", "mtp_layers", "sliding_window", "full_attention_every")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
-_MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers")
+_MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers", "groups",
+             "group_top_k")
 _MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "v_head_dim")
 
 
@@ -318,7 +319,8 @@ def transformer(
     gpt-oss-120b; dense
     ones beside Llama: nemotron-4-340b, gpt3-5b, gpt3-20b (NeMo's GPT-3). ``moe`` (the
     ``[workload.moe]`` table: ``experts``, ``top_k``, ``d_ff`` per expert, ``shared_experts``,
-    ``shared_d_ff`` per shared expert, ``dense_layers`` leading dense layers;
+    ``shared_d_ff`` per shared expert, ``dense_layers`` leading dense layers; optional ``groups``
+    and ``group_top_k``, group-limited routing;
     :mod:`optmap.workload.moe`) makes the MLPs mixtures of experts, or overrides a MoE preset's
     keys. ``mla`` (the ``[workload.mla]`` table: ``kv_lora_rank``, ``q_lora_rank``,
     ``rope_head_dim``, ``v_head_dim``; :mod:`optmap.workload.mla`) gives decoder-only layers

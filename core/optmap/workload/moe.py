@@ -7,7 +7,12 @@ model's dense MLP when the model's ``gated_mlp``); every token runs through ``to
 ``shared_d_ff`` each, DeepSeekMoE's shared experts; Megatron-Core's
 ``--moe-shared-expert-intermediate-size`` is their summed width). The first ``dense_layers``
 layers keep the dense MLP of width ``TransformerConfig.d_ff`` (DeepSeek's ``first_k_dense_replace``;
-Megatron-Core's ``--moe-layer-freq``).
+Megatron-Core's ``--moe-layer-freq``). **Group-limited routing** (DeepSeek-V2 §2.2.2 device-limited,
+DeepSeek-V3 §2.1.2 node-limited; Megatron-Core ``--moe-router-num-groups`` /
+``--moe-router-group-topk``, ``group_limited_topk`` in ``moe_utils.py``) splits the experts into
+``groups`` equal groups of consecutive experts and takes a token's ``top_k`` experts from the
+``group_top_k`` groups it scores highest (DeepSeek-V3: 8 groups, 4 per token, "at most M = 4
+nodes"); 1 group is plain top-k routing.
 
 Counted as in :mod:`optmap.workload.transformer`: parameters of every linear weight (no biases on
 the router; expert biases only with the model's ``bias``), matrix-multiply FLOPs only (2 per
@@ -31,6 +36,8 @@ class MoEConfig:
     shared_experts: int = 0  # experts every token runs through
     shared_d_ff: int = 0  # width of one shared expert's MLP
     dense_layers: int = 0  # leading layers that keep the dense MLP
+    groups: int = 1  # expert groups of group-limited routing (HF n_group; 1: none)
+    group_top_k: int = 1  # groups a token's experts come from (HF topk_group)
 
     def __post_init__(self):
         if self.experts < 1 or self.top_k < 1 or self.d_ff < 1:
@@ -43,6 +50,12 @@ class MoEConfig:
         if (self.shared_experts > 0) != (self.shared_d_ff > 0):
             raise ValueError(f"moe: shared_experts = {self.shared_experts} and shared_d_ff = {self.shared_d_ff} "
                              f"must both be 0 (no shared expert) or both positive")
+        if self.groups < 1 or self.experts % self.groups:
+            raise ValueError(f"moe: groups = {self.groups} must divide experts = {self.experts}")
+        if not 1 <= self.group_top_k <= min(self.groups, self.top_k) or (
+                self.group_top_k * (self.experts // self.groups) < self.top_k):
+            raise ValueError(f"moe: group_top_k = {self.group_top_k} must be 1 to min(groups, top_k) = "
+                             f"{min(self.groups, self.top_k)}, its groups holding the top_k = {self.top_k} experts")
 
     @property
     def shared_width(self) -> int:

@@ -2,6 +2,7 @@
 network once per node that holds one of its experts (Megatron-Core MoE guide: the flex dispatcher
 "removes redundant tokens during cross-node communication"), checked by hand and by counting."""
 
+import dataclasses
 import itertools
 import json
 from math import comb
@@ -34,6 +35,67 @@ def test_remote_nodes_by_enumeration_on_a_small_model():
     hits = sum(any(e >= 4 for e in pair) for pair in itertools.combinations(range(8), 2))
     assert float(moe.remote_nodes(cfg, 4, 2)) == pytest.approx(hits / 28)  # 22 / 28
     assert float(moe.remote_nodes(cfg, 4, 4)) == 0.0  # the whole group in one node
+
+
+def _remote_by_enumeration(experts, top_k, groups, group_top_k, ep, members):
+    """Mean number of other nodes a token on node 0 reaches, over every choice of ``group_top_k``
+    groups and of ``top_k`` experts among theirs (each equally likely: balanced routing)."""
+    width, per_node = experts // groups, experts * members // ep
+    total = count = 0
+    for chosen in itertools.combinations(range(groups), group_top_k):
+        pool = [e for grp in chosen for e in range(grp * width, (grp + 1) * width)]
+        for picked in itertools.combinations(pool, top_k):
+            total += len({e // per_node for e in picked} - {0})
+            count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("experts, top_k, groups, group_top_k, ep, members", [
+    (16, 3, 8, 2, 8, 2),  # a node holds two whole groups
+    (16, 3, 2, 1, 8, 2),  # a group spans two nodes
+    (16, 4, 4, 2, 16, 4),  # a node holds exactly one group (node-limited routing)
+    (16, 3, 1, 1, 8, 2),  # one group: plain top-k
+])
+def test_group_limited_remote_nodes_by_enumeration(experts, top_k, groups, group_top_k, ep, members):
+    from optmap.workload.moe import MoEConfig
+    cfg = dataclasses.replace(QWEN3_30B, moe=MoEConfig(experts, top_k, 64, groups=groups, group_top_k=group_top_k))
+    want = _remote_by_enumeration(experts, top_k, groups, group_top_k, ep, members)
+    assert float(moe.remote_nodes(cfg, ep, members)) == pytest.approx(want, rel=1e-12)
+
+
+def test_deepseek_v3_node_limited_routing_by_hand():
+    # DeepSeek-V3: 256 experts, top-8 from 4 of 8 groups (§2.1.2, "at most M = 4 nodes"). EP 64 over
+    # 8 DGX nodes puts one group (32 experts) on each node: another node is reached only when its
+    # group is chosen (C(7,3)/C(8,4) = 1/2), and then misses the 8 experts drawn from the 4 groups'
+    # 128 with C(96, 8)/C(128, 8)
+    deepseek = PRESETS["deepseek-v3"]
+    want = 7 * 0.5 * (1 - comb(96, 8) / comb(128, 8))
+    got = float(moe.remote_nodes(deepseek, 64, 8))
+    assert got == pytest.approx(want, rel=1e-12) and got < 4  # at most 4 nodes, the token's own among them
+    plain = dataclasses.replace(deepseek, moe=dataclasses.replace(deepseek.moe, groups=1, group_top_k=1))
+    assert float(moe.remote_nodes(plain, 64, 8)) == pytest.approx(7 * (1 - comb(224, 8) / comb(256, 8)), rel=1e-12)
+    assert got < float(moe.remote_nodes(plain, 64, 8))  # 3.2 nodes where unlimited routing reaches 4.6
+
+
+def test_group_limited_routing_in_a_problem_file_and_its_flags(tmp_path, capsys):
+    from optmap.plugins.transformer.workload import transformer
+    base = dict(batch=1, kind="decoder-only", layers=4, d_model=64, heads=4, d_ff=128, seq_len=32, vocab=100)
+    w = transformer(**base, moe={"experts": 16, "top_k": 4, "d_ff": 32, "groups": 4, "group_top_k": 2})
+    assert (w.config.moe.groups, w.config.moe.group_top_k) == (4, 2)
+    for table, words in (({"groups": 3}, "groups = 3 must divide experts = 16"),
+                         ({"groups": 4, "group_top_k": 5}, "group_top_k = 5 must be 1 to min"),
+                         ({"groups": 8, "group_top_k": 1}, "holding the top_k = 4 experts")):  # 2 experts < 4
+        with pytest.raises(OptmapError, match=words):
+            transformer(**base, moe={"experts": 16, "top_k": 4, "d_ff": 32, **table})
+    path, out = tmp_path / "d.toml", tmp_path / "r.json"
+    path.write_text('[workload]\nmodel = "transformer"\npreset = "deepseek-v3"\nbatch = 1024\ndtype = "bf16"\n'
+                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 256\n'
+                    '[cost]\nmodel = "megatron-3d"\nmoe_dispatcher = "deepep"\nuneven_stages = "any"\n')
+    assert main(["run", str(path), "--fix", "expert_parallel=64", "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    text = capsys.readouterr().out
+    assert "--moe-router-num-groups 8" in text and "--moe-router-group-topk 4" in text
 
 
 def test_deduplicated_all_to_all_by_hand():
