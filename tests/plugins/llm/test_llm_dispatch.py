@@ -4,17 +4,15 @@ network once per node that holds one of its experts (Megatron-Core MoE guide: th
 
 import dataclasses
 import itertools
-import json
 from math import comb
 
 import pytest
 
-from optmap.cli import main
 from optmap.errors import OptmapError
 from optmap.plugins.llm import heldout, heldout_runs, moe
 from optmap.plugins.transformer.presets import PRESETS
 
-from test_llm_moe import columns, plan, problem
+from test_llm_moe import columns, megatron_args, plan, problem
 
 QWEN3_30B = PRESETS["qwen3-30b-a3b"]  # 128 experts, top-8
 
@@ -87,14 +85,8 @@ def test_group_limited_routing_in_a_problem_file_and_its_flags(tmp_path, capsys)
                          ({"groups": 8, "group_top_k": 1}, "holding the top_k = 4 experts")):  # 2 experts < 4
         with pytest.raises(OptmapError, match=words):
             transformer(**base, moe={"experts": 16, "top_k": 4, "d_ff": 32, **table})
-    path, out = tmp_path / "d.toml", tmp_path / "r.json"
-    path.write_text('[workload]\nmodel = "transformer"\npreset = "deepseek-v3"\nbatch = 1024\ndtype = "bf16"\n'
-                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 256\n'
-                    '[cost]\nmodel = "megatron-3d"\nmoe_dispatcher = "deepep"\nuneven_stages = "any"\n')
-    assert main(["run", str(path), "--fix", "expert_parallel=64", "--json", str(out)]) == 0
-    capsys.readouterr()
-    assert main(["export", str(out), "--to", "megatron"]) == 0
-    text = capsys.readouterr().out
+    text = megatron_args(tmp_path, capsys, "deepseek-v3", 256, 1024, 'moe_dispatcher = "deepep"\nuneven_stages = "any"\n',
+                         ["expert_parallel=64"])
     assert "--moe-router-num-groups 8" in text and "--moe-router-group-topk 4" in text
 
 
@@ -139,17 +131,8 @@ def test_unknown_dispatcher_is_refused():
 
 
 def test_export_names_the_flex_dispatcher(tmp_path, capsys):
-    path, out = tmp_path / "q.toml", tmp_path / "r.json"
-    path.write_text('[workload]\nmodel = "transformer"\npreset = "qwen3-30b-a3b"\nbatch = 64\ndtype = "bf16"\n'
-                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 16\n'
-                    '[cost]\nmodel = "megatron-3d"\nmoe_dispatcher = "hybridep"\n')
-    fixes = [a for k, v in plan(pipeline_parallel=1, data_parallel=16, expert_parallel=16).items()
-             for a in ("--fix", f"{k}={v}")]
-    assert main(["run", str(path), *fixes, "--json", str(out)]) == 0
-    assert json.loads(out.read_text())["mapping"]["expert_parallel"] == 16
-    capsys.readouterr()
-    assert main(["export", str(out), "--to", "megatron"]) == 0
-    text = capsys.readouterr().out
+    fixes = [f"{k}={v}" for k, v in plan(pipeline_parallel=1, data_parallel=16, expert_parallel=16).items()]
+    text = megatron_args(tmp_path, capsys, "qwen3-30b-a3b", 16, 64, 'moe_dispatcher = "hybridep"\n', fixes)
     # Megatron-Core: --moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep
     assert "--moe-token-dispatcher-type flex" in text and "--moe-flex-dispatcher-backend hybridep" in text
     assert "--moe-token-dispatcher-type alltoall" not in text

@@ -43,6 +43,19 @@ def columns(model, mapping_values):
     return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in model.score(model.plan_arrays(values)).items()}
 
 
+def megatron_args(tmp_path, capsys, preset, gpus, batch, cost="", fixes=()):
+    """What ``optmap export RESULT --to megatron`` prints for ``preset`` on ``gpus`` H100s, the
+    planner's best plan with ``fixes`` pinned and ``cost`` (TOML lines) in its [cost] table."""
+    path, out = tmp_path / "p.toml", tmp_path / "r.json"
+    path.write_text(f'[workload]\nmodel = "transformer"\npreset = "{preset}"\nbatch = {batch}\ndtype = "bf16"\n'
+                    f'[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\n'
+                    f'count = {gpus}\n[cost]\nmodel = "megatron-3d"\n{cost}')
+    assert main(["run", str(path), *[a for f in fixes for a in ("--fix", f)], "--json", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["export", str(out), "--to", "megatron"]) == 0
+    return capsys.readouterr().out
+
+
 # --- workload ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, total, active, rel", [
     ("mixtral-8x7b", 46.7e9, 12.9e9, 2e-3),  # Mistral AI, "Mixtral of experts" (Jiang et al. 2024): 46.7B / 12.9B

@@ -3,13 +3,14 @@ the GPT-OSS-120B preset: counts by hand and by brute force, the layer graph, meg
 
 import pytest
 
-from optmap.cli import main
 from optmap.errors import OptmapError
 from optmap.plugins.llm import attention
 from optmap.plugins.llm.compute import H100_FIT, Device
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.transformer.workload import transformer, transformer_graph
 from optmap.workload import window
+
+from test_llm_moe import megatron_args
 
 GPT_OSS = PRESETS["gpt-oss-120b"]
 
@@ -77,13 +78,6 @@ def test_bad_window_settings_are_refused(given, words):
 
 
 def test_export_writes_megatron_window_flags(tmp_path, capsys):
-    path, out = tmp_path / "g.toml", tmp_path / "r.json"
-    path.write_text('[workload]\nmodel = "transformer"\npreset = "gpt-oss-120b"\nbatch = 64\ndtype = "bf16"\n'
-                    '[system]\ntopology = "dgx-h100"\n[[system.groups]]\naccelerator = "h100-sxm"\ncount = 64\n'
-                    '[cost]\nmodel = "megatron-3d"\n')
-    assert main(["run", str(path), "--fix", "expert_parallel=8", "--json", str(out)]) == 0
-    capsys.readouterr()
-    assert main(["export", str(out), "--to", "megatron"]) == 0
-    text = capsys.readouterr().out
+    text = megatron_args(tmp_path, capsys, "gpt-oss-120b", 64, 64, fixes=["expert_parallel=8"])
     # Megatron-Core: window_size = (keys before the query, after it) = (128 - 1, 0); one full layer in 2
     assert "--window-size 127,0" in text and "--window-attn-skip-freq 2" in text
