@@ -11,7 +11,7 @@ Mixture-of-experts models add Megatron-Core's MoE flags (``--num-experts``, ``--
 ``--moe-ffn-hidden-size``, ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size``,
 ``--moe-shared-expert-intermediate-size``, ``--moe-layer-freq``, ``--moe-router-num-groups``,
 ``--moe-router-group-topk``; its MoE README) with the
-alltoall dispatcher and grouped GEMM the cost model prices; for DeepSpeed the expert parallel
+dispatcher (alltoall, or flex with its DeepEP / HybridEP backend) and grouped GEMM the cost model prices; for DeepSpeed the expert parallel
 size is the ``ep_size`` of ``deepspeed.moe.layer.MoE``, built in the model code.
 
 Issue 25's decisions (flags read from Megatron-LM's ``megatron/training/arguments.py`` and the

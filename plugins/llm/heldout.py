@@ -238,7 +238,7 @@ class HeldOutRun:
 #   21d102f5e): Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 on GB200 (their GB200 configs);
 #   Qwen3-30B-A3B on DGX B200 at micro-batch 4 (0ec1df783, 2026-02-27, "Fix Qwen3 30B A3B B200 perf
 #   config to use hybridep+flex dispatcher", which brought micro-batch 4) and on H100 with EP 16
-#   (4a64507559, 2026-02-23, which brought EP 16). The other MoE rows keep the alltoall default:
+#   (4a64507559, 2026-02-23, which brought EP 16). The other MoE rows ran Megatron-Core's alltoall default:
 #   their recipes name none, or name DeepEP where the 26.02 release notes say the container lacks it;
 # * the expert all-to-all overlap (``moe_a2a_overlap=True``) where every recipe commit read that has
 #   the layout sets it: Qwen3-235B-A22B on H100 (all three), Qwen3-30B-A3B on H100 with EP 8 and
@@ -264,8 +264,8 @@ def recipe_options(run: HeldOutRun) -> dict:
     options = {"grad_bytes": 2} if bridge else {}
     if bridge and run.dtype == "fp8":
         options["fp8_scaling"] = "current"
-    if bridge and _hybridep(run):
-        options["moe_dispatcher"] = "hybridep"
+    if bridge and run.moe:
+        options["moe_dispatcher"] = "hybridep" if _hybridep(run) else "alltoall"
     if bridge and _a2a_overlap(run):
         options["moe_a2a_overlap"] = True
     return {**options, **dict(run.recipe)}

@@ -192,6 +192,7 @@ _ZOO = "moe-modelzoo"
 # its model_configs and scripts never set --tp-comm-overlap (Megatron-LM's default: off)
 _NO_TP_OVERLAP = (("tp_comm_overlap", False),)
 _DEEPEP = _NO_TP_OVERLAP + (("moe_dispatcher", "deepep"),)
+_ALLTOALL = _NO_TP_OVERLAP + (("moe_dispatcher", "alltoall"),)
 
 
 def _zoo(variant: str, step_s: float, tp: int, pp: int, vp: int, ep: int, mbs: int, fsdp: int,
@@ -217,14 +218,14 @@ MOE_MODELZOO = [
     _zoo("EP32", 19.7, 2, 8, 4, 32, 1, 0),
     _zoo("EP32 overlap", 17.6, 2, 8, 4, 32, 1, 0, _DEEPEP + (("moe_a2a_overlap", True),)),
     _zoo("EP8 FSDP", 17.6, 2, 1, 1, 8, 4, 128),
-    _zoo("EP8 PP32", 24.2, 2, 32, 3, 8, 1, 0, _NO_TP_OVERLAP),  # the all-to-all dispatcher
+    _zoo("EP8 PP32", 24.2, 2, 32, 3, 8, 1, 0, _ALLTOALL),  # the all-to-all dispatcher
     _zoo("TP4 EP8", 29.0, 4, 8, 4, 8, 1, 0),
 ] + [_zoo_long(*row) for row in [(16, 1, 295), (32, 2, 335), (64, 4, 368), (128, 8, 389)]] + [
     # best_practice/mixtral/run_mixtral_8x22B.sh: 16 nodes, runtime.conf's TP 2, PP 8, VP 7, EP 8, MBS 1,
     # GBS 256, the all-to-all dispatcher, "dropless training with forced balancing ... around 465 TFLOPS"
     HeldOutRun(_ZOO, "Mixtral-8x22B", "DGX-H100", "BF16", 128, 256, 1, 4096, 2, 8, 1, 7, 8, 0,
                465e12 / megatron_flops_per_token(56, 6144, 48, 8, 128, 16384, 32768, 4096, top_k=2), 465,
-               recipe=_NO_TP_OVERLAP),
+               recipe=_ALLTOALL),
 ]
 
 

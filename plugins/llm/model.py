@@ -115,7 +115,7 @@ class Megatron3DCostModel(CostModel):
         moe_load_imbalance: floats(1.0) = 1.0,
         moe_a2a_overlap: bool = False,
         moe_comm_sms: ints(0, 1024) = 20,
-        moe_dispatcher: Literal["alltoall", "deepep", "hybridep"] = "alltoall",
+        moe_dispatcher: Literal["auto", "alltoall", "deepep", "hybridep"] = "auto",
         attention: Literal["flash", "unfused"] = "flash",
         attention_tflops: tuple[Positive, Positive] | None = None,
         fused_swiglu: bool = True,
@@ -161,7 +161,8 @@ class Megatron3DCostModel(CostModel):
         Megatron-Core's MoE guide recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest
         rank's tokens over the balanced share, ``moe_a2a_overlap`` the all-to-alls beside another micro-batch's compute
         (``--overlap-moe-expert-parallel-comm``; ``moe_comm_sms`` the SMs they hold), ``moe_dispatcher`` the token
-        dispatcher (``alltoall``; ``deepep`` / ``hybridep``: a token crosses the network once per node)."""
+        dispatcher (``auto``: the flex dispatcher's backend for the system; ``alltoall``; ``deepep`` /
+        ``hybridep``: a token crosses the network once per node; :func:`.moe.dispatcher_for`)."""
         if not isinstance(workload, TransformerWorkload) or workload.config is None:
             raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
                               f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
@@ -200,6 +201,7 @@ class Megatron3DCostModel(CostModel):
                             ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
             if value is not None and not 0.0 < value <= 1.0:
                 raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
+        moe_dispatcher = moe.dispatcher_for(moe_dispatcher, system.topology)
         moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance, moe_dispatcher)
         precision.check_scaling(rec, fp8_scaling)
         if not system.is_homogeneous:

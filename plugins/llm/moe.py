@@ -36,9 +36,10 @@ The all-to-all (:func:`all_to_all`) is the pairwise exchange of Thakur et al. 20
 group's real links: the ``k`` members in the GPU's node exchange over NVLink, the other
 ``ep - k`` through the GPU's own network adapter, concurrently; ``k`` is the fewest members in a
 node of any EP group (:func:`.cluster.expert_links`). Cost option ``moe_dispatcher`` names the
-token dispatcher: ``alltoall`` (default, ``--moe-token-dispatcher-type alltoall``) sends every
-routed copy to its expert's rank; ``deepep`` and ``hybridep`` (``--moe-token-dispatcher-type
-flex``) "remove redundant tokens during cross-node communication" (Megatron-Core MoE guide;
+token dispatcher: ``alltoall`` (Megatron-Core's argument default, ``--moe-token-dispatcher-type
+alltoall``) sends every routed copy to its expert's rank; ``deepep`` and ``hybridep``
+(``--moe-token-dispatcher-type flex``; ``auto``, the default, picks one by system:
+:func:`dispatcher_for`) "remove redundant tokens during cross-node communication" (Megatron-Core MoE guide;
 DeepSeek-V3 §3.2.2): a token crosses the network once per other node that holds one of its
 experts (fewer with group-limited routing, :func:`remote_nodes`) and is forwarded inside that node
 over NVLink (:func:`deduplicated_all_to_all`). Leading dense layers (``dense_layers``) are
@@ -306,6 +307,17 @@ def blend(cfg: TransformerConfig, dense, sparse):
         return type(dense)(**{k.name: (1.0 - f) * getattr(dense, k.name) + f * getattr(sparse, k.name)
                               for k in dataclasses.fields(dense)})
     return (1.0 - f) * dense + f * sparse
+
+
+def dispatcher_for(name: str, topology: str) -> str:
+    """The token dispatcher a ``moe_dispatcher`` name stands for: ``auto`` (the default) is the flex
+    dispatcher, which Megatron-Core's MoE guide lists among the "general performance flags [for] almost
+    all workloads" (``--moe-token-dispatcher-type flex``), with the backend its dispatcher table names
+    for the system: HybridEP for multi-node NVLink (``gb200-nvl72``), DeepEP for cross-node EP over
+    InfiniBand or Ethernet; any other name is itself."""
+    if name != "auto":
+        return name
+    return "hybridep" if topology == "gb200-nvl72" else "deepep"
 
 
 def check_options(cfg: TransformerConfig, etp: int, imbalance: float, dispatcher: str = "alltoall") -> None:

@@ -125,6 +125,16 @@ def test_inside_a_node_every_dispatcher_prices_the_same_exchange():
     assert b["ep_comm_s"] < a["ep_comm_s"] / 2 and b["time"] < a["time"]
 
 
+def test_the_default_dispatcher_is_the_flex_one_for_the_system():
+    # Megatron-Core's MoE guide lists the flex dispatcher among its general performance flags; its
+    # dispatcher table names DeepEP for cross-node EP and HybridEP for multi-node NVLink (GB200 NVL72)
+    assert problem("qwen3-30b-a3b", gpus=16, batch=64).cost_model.options.moe_dispatcher == "deepep"
+    assert moe.dispatcher_for("auto", "gb200-nvl72") == "hybridep"
+    assert moe.dispatcher_for("auto", "dgx-b200") == "deepep"
+    named = problem("qwen3-30b-a3b", gpus=16, batch=64, moe_dispatcher="alltoall").cost_model
+    assert named.options.moe_dispatcher == "alltoall"
+
+
 def test_unknown_dispatcher_is_refused():
     with pytest.raises(OptmapError, match="moe_dispatcher"):
         problem("qwen3-30b-a3b", gpus=16, batch=64, moe_dispatcher="nccl")

@@ -124,7 +124,8 @@ def test_the_script_on_two_runs(tmp_path):
     # loses its bf16 gradients and all-to-all overlap, so its prediction moves
     plain = {g["group"]: g for g in data["summary_without_recipe_options"]}
     assert plain["H100 dense"]["mean_abs_error_percent"] == pytest.approx(h100["mean_abs_error_percent"])
-    assert moe["recipe"] == {"grad_bytes": 2, "fp8_scaling": "current", "moe_a2a_overlap": True}
+    assert moe["recipe"] == {"grad_bytes": 2, "fp8_scaling": "current", "moe_dispatcher": "alltoall",
+                             "moe_a2a_overlap": True}
     assert plain["H100 MoE"]["mean_abs_error_percent"] != pytest.approx(abs(moe["error_percent"]))
     # each problem file is the run's problem with its whole published layout pinned
     files = sorted(problems.glob("*.toml"))
@@ -232,7 +233,9 @@ def test_modelzoo_rows_are_their_published_step_times_and_recipes():
     assert heldout.recipe_options(run) == {**off, "moe_dispatcher": "deepep"}
     overlap = _run("Qwen3-235B-A22B BF16 256 H100 EP32 overlap (moe-modelzoo)")
     assert heldout.recipe_options(overlap) == {**off, "moe_dispatcher": "deepep", "moe_a2a_overlap": True}
-    assert heldout.recipe_options(_run("Qwen3-235B-A22B BF16 256 H100 EP8 PP32 (moe-modelzoo)")) == off
+    # "A2A" in its table: Megatron-Core's alltoall dispatcher, named (the planner's default is the flex one)
+    assert heldout.recipe_options(_run("Qwen3-235B-A22B BF16 256 H100 EP8 PP32 (moe-modelzoo)")) == {
+        **off, "moe_dispatcher": "alltoall"}
 
 
 def test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows():

@@ -149,7 +149,7 @@ def test_all_to_all_seconds_by_hand():
     # GPU's 400 Gb/s adapter (50 GB/s) at once: max(7/16·n/450e9, 8/16·n/50e9) = 2.68435 ms, plus
     # 15 steps of the 2 µs InfiniBand latency = 2.71435 ms. A layer sends 2 per direction, forward and
     # backward: 4 × 2.71435 = 10.8574 ms per layer and micro-batch.
-    m = problem("qwen3-235b-a22b", gpus=2048, batch=2048).cost_model
+    m = problem("qwen3-235b-a22b", gpus=2048, batch=2048, moe_dispatcher="alltoall").cost_model
     p = plan(pipeline_parallel=2, data_parallel=1024, expert_parallel=16)
     n = 2.0 * 4096 * 8 * 4096
     a2a = max(7 / 16 * n / 450e9, 8 / 16 * n / 50e9) + 15 * 2e-6
@@ -292,7 +292,8 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
     for want in ("--expert-model-parallel-size 8", "--num-experts 8", "--moe-router-topk 2",
                  "--moe-ffn-hidden-size 14336", "--expert-tensor-parallel-size 1",
                  "--moe-shared-expert-intermediate-size 2048", "--moe-layer-freq '([0]*1+[1]*31)'",
-                 "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"):
+                 "--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep",
+                 "--moe-grouped-gemm"):  # the default dispatcher on DGX H100: DeepEP
         assert want in flags, want
     assert "--overlap-moe-expert-parallel-comm" not in flags  # not priced, not written
     # Megatron-Core refuses the overlap with full recomputation or an uninterleaved pipeline
