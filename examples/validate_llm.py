@@ -224,8 +224,21 @@ def summary_table(groups: list[dict]) -> str:
     return "\n".join(head)
 
 
-def render(rows: list[dict], groups: list[dict], plain: list[dict]) -> str:
-    """The page: ``groups`` summarises ``rows`` (recipe options on), ``plain`` the runs without them."""
+def outside_table(rows: list[tuple[dict, dict, str]]) -> str:
+    """The runs outside the summary: (row with the recipe's options, row without, the assumption)."""
+    lines = ["| run | measured s | predicted s | error | without the recipe's options | assumption |",
+             "|---|---:|---:|---:|---:|---|"]
+    for r, plain, assumption in rows:
+        errs = [f"{x['error_percent']:+.1f} %" if x["error_percent"] is not None else _cell(x["status"])
+                for x in (r, plain)]
+        pred = f"{r['predicted_s']:.2f}" if r["predicted_s"] is not None else "—"
+        lines.append(f"| {r['label']} | {r['measured_s']:.3f} | {pred} | {errs[0]} | {errs[1]} | {assumption} |")
+    return "\n".join(lines)
+
+
+def render(rows: list[dict], groups: list[dict], plain: list[dict], outside: list | None = None) -> str:
+    """The page: ``groups`` summarises ``rows`` (recipe options on), ``plain`` the runs without them,
+    ``outside`` the runs priced outside the summary (:func:`outside_table`)."""
     lines = ["| run | GPUs | GBS × seq | t·p·c·e·d / mb / v | measured s | predicted s | error | planner's choice "
              "| status |", "|---|---:|---|---|---:|---:|---:|---|---|"]
     for r in rows:
@@ -243,7 +256,7 @@ def render(rows: list[dict], groups: list[dict], plain: list[dict]) -> str:
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", summary_table(groups)).replace("{{TABLE}}", table)
             .replace("{{SUMMARY_PLAIN}}", summary_table(plain))
             .replace("{{WORST}}", worst_runs(rows)).replace("{{WORST_MOE}}", worst_runs(rows, "H100 MoE"))
-            .replace("{{BY_SOURCE}}", by_source(rows))
+            .replace("{{BY_SOURCE}}", by_source(rows)).replace("{{OUTSIDE}}", outside_table(outside or []))
             .replace("{{SOURCES}}", sources))
 
 
@@ -320,11 +333,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     groups = summary(rows)
     plain = summary([predict(run, recipe=False, extra=extra) for run in runs])  # the issue's problem files as written
+    outside = [(predict(run, extra=extra), predict(run, recipe=False, extra=extra), why)
+               for run, why in heldout_runs.outside() if not args.match or any(m in run.label for m in args.match)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(rows, groups, plain) + "\n", encoding="utf-8")
+    args.out.write_text(render(rows, groups, plain, outside) + "\n", encoding="utf-8")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"rows": rows, "summary": groups, "summary_without_recipe_options": plain},
+        args.json.write_text(json.dumps({"rows": rows, "summary": groups, "summary_without_recipe_options": plain,
+                                         "outside": [{**r, "assumption": why} for r, _, why in outside]},
                                         indent=1, default=float))
     if args.plot:
         args.plot.parent.mkdir(parents=True, exist_ok=True)

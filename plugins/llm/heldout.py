@@ -82,9 +82,19 @@ quarter of its GPU count in every row, so the layout cannot be read); the Llama 
 either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
 not say whether multi-token prediction ran), 25.11's H100 GPT-OSS row (its gradient accumulation
 2 contradicts its PP 4: 512 / (16 × 4) = 8), Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
-``transformer`` workload form here; the Bridge 25.09 section states no precision; GB300 / B300 /
+``transformer`` workload form here; the Bridge 25.09 section states no precision (priced outside the summary, below); GB300 / B300 /
 NVFP4 rows have no system or recipe here. The Bridge current page's H100 Qwen3-235B row of 25.11
 is garbled (a missing GBS); the archive's is used.
+
+Outside the summary (:func:`.heldout_runs.outside`), each priced under one stated assumption the
+source leaves open: the Bridge 25.09 section's DGX-H100 rows (``bridge-25.09``; no precision stated:
+FP8 with current scaling assumed, as 25.11's identical tables state FP8-CS; recipe of
+``scripts/performance/run_script.py`` at cac49dcd7, 2025-09-27, "qwen3 2509": DeepSeek-V3 on H100
+with DeepEP, the all-to-all overlap and the layout ``Et|(tt|)*30mL`` with its MTP module; the Qwen3
+models with token dropping at capacity factor 1 padded to capacity, the all-to-all dispatcher's
+balanced share), and the ModelZoo's three GB200 NVL72 rows of Qwen3-235B-A22B (its readme's GB200
+table; ``NNODES`` trays of 4 GPUs; HybridEP; priced on the topology's 64-GPU NVLink domains, where
+the runs' Slurm ``SEGMENT`` gave 8, 64 and 32).
 
 Model configurations (workload fields) come from NVIDIA NeMo's model configs
 (``nemo/collections/llm/gpt/model/{base,llama,nemotron,qwen3}.py``) and the vocabularies of the
@@ -104,7 +114,10 @@ SOURCES = {
     "nemo-long-24.03": ("NVIDIA NeMo long-sequence performance, NeMo 24.03.01 container, DGX-H100 FP8 LLAMA2-7B "
                         "with context parallelism", "https://github.com/NVIDIA/NeMo/blob/"
                         "a2c4cc8ee64eb98d83684fc616dd0225c25bdfa1/docs/source/performance/performance_long_sequence.md"),
-    "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16",
+    "bridge-25.09": ("Megatron-Bridge performance summary archive, 25.09 NeMo container, pre-training (no precision "
+                     "stated; outside the summary)", f"{_BRIDGE_AUGUST_2026}/docs/performance-summary-archive.md"),
+    "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16 "
+                     "(and Qwen3-235B-A22B on GB200 NVL72, outside the summary)",
                      "https://github.com/yanring/Megatron-MoE-ModelZoo/tree/e8650517d60d71ab73fc6b3b0388cac4ba435181/"
                      "best_practice"),
     "megatron-lm-2024": ("Megatron-LM README model table, Megatron-Core r0.8.0, GPT weak scaling on DGX H100, BF16",

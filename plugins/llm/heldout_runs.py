@@ -250,6 +250,51 @@ MEGATRON_LM_2024 = [_mlm(*row) for row in [
 ]]
 
 
+_NO_OVERLAP = (("moe_a2a_overlap", False),)  # 25.09's Qwen3 recipes: no expert all-to-all overlap
+# Megatron-Bridge 25.09, DGX-H100 (no precision printed; "FP8-CS" is the assumption, see outside())
+BRIDGE_25_09 = _rows("bridge-25.09", "DGX-H100", [
+    ("LLAMA3-8B", "FP8-CS", 8, 128, 1, 8192, 1, 1, 1, 1, 1, 8, 14079, 725),
+    ("LLAMA3-70B", "FP8-CS", 64, 128, 1, 8192, 4, 8, 1, 5, 1, 0, 1619, 727),
+    ("LLAMA3.1-405B", "FP8-CS", 1024, 512, 1, 8192, 8, 8, 2, 8, 1, 0, 302, 763),
+    ("DeepSeekV3 (w/ MTP)", "FP8-CS", 1024, 8192, 1, 4096, 2, 8, 1, 4, 64, 0, 1297, 338, "",
+     (("moe_dispatcher", "deepep"), ("moe_a2a_overlap", True))),
+    ("Qwen3-30B-A3B", "FP8-CS", 16, 512, 2, 4096, 1, 2, 1, 24, 8, 0, 10494, 241, "", _NO_OVERLAP),
+    ("Qwen3-235B-A22B", "FP8-CS", 256, 2048, 1, 4096, 2, 8, 1, 4, 32, 0, 1204, 178, "", _NO_OVERLAP),
+])
+
+
+def _zoo_gb200(precision: str, seq: int, trays: int, tp: int, pp: int, vp: int, cp: int, ep: int, mbs: int,
+               gbs: int, tflops: float, recipe: tuple) -> HeldOutRun:
+    """A Qwen3-235B-A22B row of the ModelZoo's GB200 table (trays of 4 GPUs, HybridEP), TFLOP/s."""
+    cfg = MODELS["Qwen3-235B-A22B"]
+    tokens = tflops * 1e12 / megatron_flops_per_token(
+        cfg["layers"], cfg["d_model"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"], cfg["moe"]["d_ff"],
+        cfg["vocab"], seq, top_k=cfg["moe"]["top_k"])
+    return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-GB200", precision, 4 * trays, gbs, mbs, seq, tp, pp, cp, vp, ep, 0,
+                      tokens, tflops, f"{seq // 1024}K",
+                      _NO_TP_OVERLAP + (("moe_dispatcher", "hybridep"),) + recipe)
+
+
+# best_practice/qwen3/readme.md, GB200, each with what its pricing assumes (its commands: A2A_OVERLAP,
+# SEGMENT trays per NVLink domain, the MXFP8 4K run's "activation offloading required")
+MODELZOO_GB200 = [
+    (_zoo_gb200("BF16", 4096, 64, 1, 8, 1, 1, 8, 1, 8192, 750, ()),
+     "its Slurm segment of 2 trays (8-GPU NVLink domains) priced as the topology's 64; CUDA graphs not priced"),
+    (_zoo_gb200("MXFP8", 4096, 64, 1, 4, 6, 1, 64, 3, 3072, 919,
+                (("moe_a2a_overlap", True), ("offload", ("none", "activations")))),
+     "its offloading of two modules' activations priced as the planner's offloading of all of them"),
+    (_zoo_gb200("MXFP8", 131072, 32, 4, 4, 12, 4, 32, 1, 1024, 1150, ()),
+     "its Slurm segment of 8 trays (32-GPU NVLink domains) priced as the topology's 64"),
+]
+
+_FP8_ASSUMED = "no precision printed: FP8 with current scaling assumed (25.11's same tables say FP8-CS)"
+
+
+def outside() -> list[tuple[HeldOutRun, str]]:
+    """Runs priced outside the summary, each with the one assumption its source leaves open."""
+    return [(run, _FP8_ASSUMED) for run in BRIDGE_25_09] + MODELZOO_GB200
+
+
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
     return NEMO_24_07 + NEMO_LONG_24_03 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO

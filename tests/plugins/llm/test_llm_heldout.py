@@ -98,6 +98,36 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=2.5e-2 if coarse else 2e-3)
 
 
+def test_runs_outside_the_summary_are_their_tables_with_one_assumption_each():
+    """Bridge 25.09's H100 rows (no precision printed) and the ModelZoo's GB200 rows: consistent
+    layouts, out of the summary, their times by hand, the recipes of their scripts."""
+    outside = heldout_runs.outside()
+    labels = {r.label for r in heldout_runs.runs()}
+    assert len(outside) == 9 and all(why for _, why in outside)
+    for r, _ in outside:
+        assert r.label not in labels and r.source in heldout.SOURCES and r.model in heldout.MODELS, r.label
+        assert r.gpus % (r.tp * r.pp * r.cp) == 0 and r.gbs % (r.dp * r.mbs) == 0, r.label
+        assert (r.tp * r.dp * r.cp) % r.ep == 0, r.label
+    runs = {r.label: r for r, _ in outside}
+    deepseek = runs["DeepSeekV3 (w/ MTP) FP8-CS 1024 H100 (bridge-25.09)"]
+    assert deepseek.measured_s == pytest.approx(8192 * 4096 / (1297 * 1024))  # 25.2645 s
+    # run_script.py at cac49dcd7: DeepEP and the overlap for DeepSeek-V3 on H100; the Qwen3 models
+    # with the all-to-all dispatcher (token drop at capacity 1) and no overlap
+    assert heldout.recipe_options(deepseek) == {"grad_bytes": 2, "fp8_scaling": "current", "moe_dispatcher": "deepep",
+                                                "moe_a2a_overlap": True}
+    qwen = runs["Qwen3-235B-A22B FP8-CS 256 H100 (bridge-25.09)"]
+    assert heldout.recipe_options(qwen)["moe_dispatcher"] == "alltoall"
+    assert heldout.recipe_options(qwen)["moe_a2a_overlap"] is False
+    # the ModelZoo's GB200 table: 64 trays of 4 GPUs; 750 TFLOP/s at Megatron-LM's 148.0 GFLOP per token
+    # (test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows) = 8,192 × 4,096 × 148.0e9 / (750e12 × 256)
+    bf16 = runs["Qwen3-235B-A22B BF16 256 GB200 4K (moe-modelzoo)"]
+    assert bf16.gpus == 256 and bf16.measured_s == pytest.approx(8192 * 4096 * 148.0e9 / (750e12 * 256), rel=2e-3)
+    dense = [r for r in runs.values() if not r.moe]
+    assert len(dense) == 3
+    for run in dense:  # the table's two figures agree through Megatron-Bridge's count, as for 25.11's rows
+        test_published_tokens_and_tflops_agree_through_the_source_flop_count(run)
+
+
 def test_the_script_on_two_runs(tmp_path):
     out, js = tmp_path / "page.md", tmp_path / "rows.json"
     labels = ["LLAMA2-7B FP8 8 H100 (nemo-24.07)", "Qwen3-30B-A3B FP8-CS 16 H100 (bridge-25.11)"]
