@@ -318,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     runs = [r for r in heldout_runs.runs() if not args.match or any(m in r.label for m in args.match)]
-    if not runs:
+    beside = [(r, why) for r, why in heldout_runs.outside() if not args.match or any(m in r.label for m in args.match)]
+    if not runs and not beside:
         print(f"error: no held-out run matches {args.match}; labels look like "
               f"'{heldout_runs.runs()[0].label}'", file=sys.stderr)
         return 2
@@ -328,13 +329,13 @@ def main(argv: list[str] | None = None) -> int:
             name = "".join(c if c.isalnum() or c in ".-" else "-" for c in run.label.lower()).strip("-")
             (args.problems / f"{name.replace('--', '-')}.toml").write_text(problem_toml(run), encoding="utf-8")
     rows = [predict(run, extra=extra) for run in runs]
-    if extra and not any(r["predicted_s"] for r in rows):
-        print(f"error: --cost {args.cost}: {rows[0]['status']}", file=sys.stderr)
+    outside = [(predict(run, extra=extra), predict(run, recipe=False, extra=extra), why) for run, why in beside]
+    every = rows + [r for r, _, _ in outside]
+    if extra and not any(r["predicted_s"] for r in every):
+        print(f"error: --cost {args.cost}: {every[0]['status']}", file=sys.stderr)
         return 2
     groups = summary(rows)
     plain = summary([predict(run, recipe=False, extra=extra) for run in runs])  # the problem files as written
-    outside = [(predict(run, extra=extra), predict(run, recipe=False, extra=extra), why)
-               for run, why in heldout_runs.outside() if not args.match or any(m in run.label for m in args.match)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(rows, groups, plain, outside) + "\n", encoding="utf-8")
     if args.json:

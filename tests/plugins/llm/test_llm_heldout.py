@@ -128,6 +128,14 @@ def test_runs_outside_the_summary_are_their_tables_with_one_assumption_each():
         test_published_tokens_and_tflops_agree_through_the_source_flop_count(run)
 
 
+def test_the_script_prices_a_what_if_on_runs_outside_the_summary_alone(tmp_path):
+    out = tmp_path / "what-if.md"
+    assert validate_llm.main(["--match", "DeepSeekV3 (w/ MTP) FP8-CS 1024 H100", "--cost", "moe_a2a_overlap=false",
+                              "--out", str(out)]) == 0
+    row = [line for line in out.read_text().splitlines() if line.startswith("| DeepSeekV3 (w/ MTP) FP8-CS 1024")]
+    assert len(row) == 1 and "no precision printed" in row[0]
+
+
 def test_the_script_on_two_runs(tmp_path):
     out, js = tmp_path / "page.md", tmp_path / "rows.json"
     labels = ["LLAMA2-7B FP8 8 H100 (nemo-24.07)", "Qwen3-30B-A3B FP8-CS 16 H100 (bridge-25.11)"]
