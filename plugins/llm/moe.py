@@ -56,6 +56,7 @@ first) is the share of each overlapped all-to-all that stays on the critical pat
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 from optmap import collectives as coll
@@ -190,17 +191,16 @@ def remote_nodes(cfg: TransformerConfig, ep, members) -> np.ndarray:
     ep = np.asarray(ep, float)
     members = np.minimum(np.asarray(members, float), ep)
     held = experts * members / ep  # experts in one node of the group
-    width = experts / moe.groups  # experts in one group
-    whole = (held >= width) & (np.mod(held, width) == 0)
-    part = (held < width) & (np.mod(width, held) == 0)
-    grouped = (moe.groups > 1) & (whole | part)
-    t = np.where(grouped, np.where(whole, held / width, 1.0), 1.0)  # groups the node holds (some of)
-    h = np.where(grouped, np.where(whole, width, held), held)  # experts it holds in each
-    total = np.where(grouped, g * width, experts)  # experts a token's top_k come from
-    chosen = np.where(grouped, float(moe.groups), 1.0)
-    picks = np.where(grouped, float(g), 1.0)
-    missed = sum(_choose(t, s) * _choose(chosen - t, picks - s) / _choose(chosen, picks)
-                 * _none_of(total, s * h, k) for s in range(g + 1))
+    missed = _none_of(experts, held, k)  # plain top-k
+    if moe.groups > 1:
+        width = experts / moe.groups  # experts in one group
+        whole = (held >= width) & (np.mod(held, width) == 0)
+        part = (held < width) & (np.mod(width, held) == 0)
+        t = np.where(whole, held / width, 1.0)  # groups the node holds (some of)
+        h = np.where(whole, width, held)  # experts it holds in each
+        limited = sum(_choose(t, s) * _choose(moe.groups - t, g - s) / math.comb(moe.groups, g)
+                      * _none_of(g * width, s * h, k) for s in range(g + 1))
+        missed = np.where(whole | part, limited, missed)
     return (ep / members - 1.0) * (1.0 - missed)
 
 
