@@ -203,14 +203,19 @@ def _zoo(variant: str, step_s: float, tp: int, pp: int, vp: int, ep: int, mbs: i
                       2048 * 4096 / (step_s * 256), None, variant, recipe)
 
 
-def _zoo_long(k: int, cp: int, tflops: float) -> HeldOutRun:
-    """A long-context row (forced balance): 256 GPUs, GBS 256, TP 4, PP 8, VP 4, EP 8, DeepEP, TFLOP/s."""
-    seq, cfg = k * 1024, MODELS["Qwen3-235B-A22B"]
-    tokens = tflops * 1e12 / megatron_flops_per_token(
+def _qwen3_235b_tokens(seq: int, tflops: float) -> float:
+    """Tokens/s/GPU of a ModelZoo Qwen3-235B-A22B row that prints TFLOP/s only, through Megatron-LM's count."""
+    cfg = MODELS["Qwen3-235B-A22B"]
+    return tflops * 1e12 / megatron_flops_per_token(
         cfg["layers"], cfg["d_model"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"], cfg["moe"]["d_ff"],
         cfg["vocab"], seq, top_k=cfg["moe"]["top_k"])
-    return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 256, 1, seq, 4, 8, cp, 4, 8, 0, tokens,
-                      tflops, f"{k}K", _DEEPEP)
+
+
+def _zoo_long(k: int, cp: int, tflops: float) -> HeldOutRun:
+    """A long-context row (forced balance): 256 GPUs, GBS 256, TP 4, PP 8, VP 4, EP 8, DeepEP, TFLOP/s."""
+    seq = k * 1024
+    return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 256, 1, seq, 4, 8, cp, 4, 8, 0,
+                      _qwen3_235b_tokens(seq, tflops), tflops, f"{k}K", _DEEPEP)
 
 
 # Megatron-MoE-ModelZoo, Qwen3-235B-A22B on 256 DGX H100s, BF16 (best_practice/qwen3/readme.md)
@@ -266,12 +271,8 @@ BRIDGE_25_09 = _rows("bridge-25.09", "DGX-H100", [
 def _zoo_gb200(precision: str, seq: int, trays: int, tp: int, pp: int, vp: int, cp: int, ep: int, mbs: int,
                gbs: int, tflops: float, recipe: tuple) -> HeldOutRun:
     """A Qwen3-235B-A22B row of the ModelZoo's GB200 table (trays of 4 GPUs, HybridEP), TFLOP/s."""
-    cfg = MODELS["Qwen3-235B-A22B"]
-    tokens = tflops * 1e12 / megatron_flops_per_token(
-        cfg["layers"], cfg["d_model"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"], cfg["moe"]["d_ff"],
-        cfg["vocab"], seq, top_k=cfg["moe"]["top_k"])
     return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-GB200", precision, 4 * trays, gbs, mbs, seq, tp, pp, cp, vp, ep, 0,
-                      tokens, tflops, f"{seq // 1024}K",
+                      _qwen3_235b_tokens(seq, tflops), tflops, f"{seq // 1024}K",
                       _NO_TP_OVERLAP + (("moe_dispatcher", "hybridep"),) + recipe)
 
 
