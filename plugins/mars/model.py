@@ -172,7 +172,8 @@ class MarsCostModel(CostModel):
             self._strategy_sets[p] = StrategySet(p, self.max_es_dims, self.ss_on_es_dims)
         return self._strategy_sets[p]
 
-    def _designs_of(self, candidate: int, design: int) -> tuple[Design, ...]:
+    def designs_of(self, candidate: int, design: int) -> tuple[Design, ...]:
+        """The design a set runs (adaptive: the chosen one) or its members' fixed designs, once each."""
         if self.adaptive:
             return (self.designs[design],)
         return tuple({self.device_designs[d].name: self.device_designs[d] for d in self.candidates[candidate]}.values())
@@ -189,7 +190,7 @@ class MarsCostModel(CostModel):
         if sub is None:
             cls = self.classes[candidate]
             if key[:2] not in self._tables:
-                self._tables[key[:2]] = node_table(self.graph, self.strategy_set(cls.p), self._designs_of(candidate, design),
+                self._tables[key[:2]] = node_table(self.graph, self.strategy_set(cls.p), self.designs_of(candidate, design),
                                                    cls, self.options)
             sub = SubProblem(self.graph, self.strategy_set(cls.p), self._tables[key[:2]], cls, first, last,
                              self.options.bytes_per_element)

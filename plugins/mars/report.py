@@ -12,7 +12,7 @@ from .topology import set_label
 
 def design_name(model, candidate: int, design: int) -> str:
     """The design(s) a set runs: the chosen one, or its members' fixed designs joined by "+"."""
-    return "+".join(d.name for d in model._designs_of(candidate, design))
+    return "+".join(d.name for d in model.designs_of(candidate, design))
 
 
 def describe(model, plan: Plan) -> dict:
