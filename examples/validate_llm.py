@@ -224,15 +224,21 @@ def summary_table(groups: list[dict]) -> str:
     return "\n".join(head)
 
 
+def _predicted(row: dict) -> str:
+    return f"{row['predicted_s']:.2f}" if row["predicted_s"] is not None else "—"
+
+
+def _error(row: dict, missing: str = "—") -> str:
+    return f"{row['error_percent']:+.1f} %" if row["error_percent"] is not None else missing
+
+
 def outside_table(rows: list[tuple[dict, dict, str]]) -> str:
     """The runs outside the summary: (row with the recipe's options, row without, the assumption)."""
     lines = ["| run | measured s | predicted s | error | without the recipe's options | assumption |",
              "|---|---:|---:|---:|---:|---|"]
     for r, plain, assumption in rows:
-        errs = [f"{x['error_percent']:+.1f} %" if x["error_percent"] is not None else _cell(x["status"])
-                for x in (r, plain)]
-        pred = f"{r['predicted_s']:.2f}" if r["predicted_s"] is not None else "—"
-        lines.append(f"| {r['label']} | {r['measured_s']:.3f} | {pred} | {errs[0]} | {errs[1]} | {assumption} |")
+        errs = [_error(x, _cell(x["status"])) for x in (r, plain)]
+        lines.append(f"| {r['label']} | {r['measured_s']:.3f} | {_predicted(r)} | {errs[0]} | {errs[1]} | {assumption} |")
     return "\n".join(lines)
 
 
@@ -246,11 +252,9 @@ def render(rows: list[dict], groups: list[dict], plain: list[dict], outside: lis
         shape = (f"{lay['tensor_parallel']}·{lay['pipeline_parallel']}·{lay['context_parallel']}·"
                  f"{lay['expert_parallel']}·{lay['data_parallel']} / {lay.get('microbatch_size', '?')} / {lay.get('interleaving', '?')}"
                  + (" fsdp" if lay.get("fsdp") else ""))
-        pred = f"{r['predicted_s']:.2f}" if r["predicted_s"] is not None else "—"
-        err = f"{r['error_percent']:+.1f} %" if r["error_percent"] is not None else "—"
         status = r["status"] if len(r["status"]) <= STATUS_CHARS else r["status"][:STATUS_CHARS] + " …"
         lines.append(f"| {r['label']} | {r['gpus']:,} | {r['gbs']:,} × {r['seq_len']:,} | {shape} | "
-                     f"{r['measured_s']:.3f} | {pred} | {err} | {planner_choice(r)} | {_cell(status)} |")
+                     f"{r['measured_s']:.3f} | {_predicted(r)} | {_error(r)} | {planner_choice(r)} | {_cell(status)} |")
     table = "\n".join(lines)
     sources = "\n".join(f"- `{key}`: {title}, <{url}>" for key, (title, url) in heldout.SOURCES.items())
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", summary_table(groups)).replace("{{TABLE}}", table)
