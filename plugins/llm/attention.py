@@ -56,7 +56,8 @@ def core_times(cfg: TransformerConfig, dev, b, t, attention: str = "unfused",
     if attention == "flash":
         forward = flash_share(cfg) * (scores[0] + context[0])
         return forward, forward * FLASH_BACKWARD_PRODUCTS / FORWARD_PRODUCTS
-    softmax_dropout = dev.memory_time(9.0 * heads * s * s, kernels=2)  # scale-mask-softmax (4) + dropout (5)
+    dropout = cfg.dropout > 0  # scale-mask-softmax (4 bytes per score) + dropout (5), none when p = 0
+    softmax_dropout = dev.memory_time((9.0 if dropout else 4.0) * heads * s * s, kernels=2 if dropout else 1)
     return scores[0] + context[0] + softmax_dropout, scores[1] + context[1] + 2.0 * softmax_dropout
 
 

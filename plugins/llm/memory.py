@@ -10,6 +10,11 @@ paper's formulas (tested):
                                                (+ 2sb·d_ff for the gated product)  -> 24 sbh for GPT
     scores     = 5 a s² b      softmax output (2), its dropout mask (1) and dropout output (2)
 
+Without dropout (``cfg.dropout`` 0, as today's LLMs train) no mask is stored and the attention keeps
+only its softmax output (``2 a s² b``): PyTorch's ``dropout`` returns its input when ``p == 0``
+(``aten/src/ATen/native/Dropout.cpp``, ``_dropout_impl``), which Megatron-Core's
+``bias_dropout_add`` and its attention dropout call with the configured probability.
+
     none:       replicated/(t if sp) + sharded/t + scores/t   # Korthikanti Eq. 2 (t), Eq. 4 (t + sp)
     selective:  replicated/(t if sp) + sharded/t              # Korthikanti Eq. 6: sbh(10 + 24/t), 34 sbh/t
     full:       2 sbh/(t if sp)                               # Korthikanti §5: only the layer input
@@ -61,14 +66,16 @@ def layer_terms(cfg: TransformerConfig, b, gemm_input_bytes: float = 2.0, attent
     # LayerNorm inputs, outputs (GEMM inputs), dropout masks; latent attention's compressed latents
     # (the up-projections' inputs, kept per rank's tokens as sequence parallelism splits them)
     latent = 0.0 if cfg.mla is None else g * s * b * (cfg.mla.q_lora_rank + cfg.mla.kv_lora_rank)
-    replicated = (4.0 + 2.0 * g + 2.0) * s * b * h + latent
+    masks = 2.0 if cfg.dropout > 0 else 0.0  # the two residual dropouts' 1-byte masks
+    replicated = (4.0 + 2.0 * g + masks) * s * b * h + latent
     mlp = mlp_bytes(cfg, cfg.d_ff, s, g, b, fused_swiglu)
     if cfg.moe is not None:  # MoE layers: only shared experts are a tensor-parallel MLP (:mod:`.moe`)
         share = cfg.moe_layers / cfg.layers
         mlp = (1.0 - share) * mlp + share * mlp_bytes(cfg, cfg.moe.shared_width, s, g, b, fused_swiglu)
     q, k, v = cfg.qkv_widths
     sharded = 2.0 * s * b * (q + k + v) + g * s * b * cfg.heads * cfg.v_head_dim + mlp  # Q, K, V, projection input
-    scores = 4.0 * a * s * b if attention == "flash" else 5.0 * a * s * s * b  # FA-2 log-sum-exp; Korthikanti
+    unfused = 5.0 if cfg.dropout > 0 else 2.0  # softmax output, and the attention dropout's mask and output
+    scores = 4.0 * a * s * b if attention == "flash" else unfused * a * s * s * b  # FA-2 log-sum-exp; Korthikanti
     return replicated, sharded, scores
 
 

@@ -63,6 +63,7 @@ from optmap.workload.transformer import TransformerConfig
 from . import attention as attn
 from . import context, memory, moe, offload, precision, sharding, stages, userbuffers
 from .compute import Device
+from .footprint import fullest, summed
 from .inputs import Links, Options, Plans
 from .flops import hardware_flops, model_flops
 
@@ -336,36 +337,50 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     }
     time = summed(parts.values())
 
-    # memory per GPU: the first stage (embedding, most activations) or the last (logits)
+    # memory per GPU: each stage holds its own parameters and activations (the first: the embedding and
+    # the most micro-batches in flight, Korthikanti §4.2.3; the last: the logits); the fullest stage sizes it
     split = np.where(sp, t, 1.0)
 
     def held(layers, micro_batches):  # layer activations a device keeps; offloaded: two layers' worth
         return act_layer * np.where(off_act, np.minimum(offload.RESIDENT_LAYERS, layers * micro_batches),
                                     layers * micro_batches)
 
-    first_act = held(layout.first_device, memory.in_flight_micro_batches(p, v, m)) \
-        + s * bt * h * schedule.in_flight(p, m) / split
-    # the second stage holds the most of the middle ones: one micro-batch fewer than the first
-    middle_act = np.where(middle, held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1)), 0.0)
+    embedding_masks = s * bt * h * schedule.in_flight(p, m) / split if cfg.dropout > 0 else 0.0  # :mod:`.memory`
     # one layer rebuilt at a time: the whole layer's activations (full), or a MoE layer's routed part (moe)
     working = np.where(rc == memory.MOE, routed, 0.0) + np.where(rc == memory.FULL, memory.layer_activations(
         cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes, opts.attention, opts.fused_swiglu, routed), 0.0)
     logits = (1.0 + cfg.mtp_layers) * 6.0 * s * bt * vocab / t  # and each prediction module's
-    last_act = held(layout.last_device, 1.0) + logits
-    activations = np.where(p > 1, np.maximum(np.maximum(first_act, middle_act), last_act), first_act + logits) + working
-    weights, gradients, state, copy = sharding.static_bytes(stage_dense, layer_params, fsdp, zero, shards,
-                                                            opts.fsdp_reshard, opts.grad_bytes)
-    if cfg.moe is not None:  # the stage's share of the experts, sharded over edp (:mod:`.moe`, :mod:`.sharding`)
-        weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), sharding.static_bytes(
-            stage_experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, opts.grad_bytes)))
-    host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
-                              layout.first_device * memory.in_flight_micro_batches(p, v, m))
-    state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
-    copy = np.where(off_opt, 0.0, copy)  # the offloaded step runs on the host
-    # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
-    copies = opts.weight_copy_bytes * (stage_layers * dense_layer / t + stage_experts)
-    # the fp32 gradient copy exists only at the optimizer step, when no activations are held (:mod:`.memory`)
-    total = summed((weights, copies, gradients, state, np.maximum(activations, copy)))
+    first_act = held(layout.first_device, memory.in_flight_micro_batches(p, v, m)) + embedding_masks
+    # (layers, dense parameters, activations) of the first, a middle (the second: one micro-batch fewer in
+    # flight than the first) and the last stage; one stage holds the embedding and the logits both
+    by_stage = [(layout.first_device, (layout.first_device * dense_layer + emb_params) / t,
+               np.where(p > 1, first_act, first_act + logits)),
+              (layout.middle_device, layout.middle_device * dense_layer / t,
+               held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1))),
+              (layout.last_device, (layout.last_device * dense_layer + emb_params) / t,
+               held(layout.last_device, 1.0) + logits)]
+    present = [np.ones_like(p, dtype=bool), middle, p > 1]
+
+    def footprint(layers, dense, activations):  # one stage's bytes per GPU, by part
+        experts = layers * expert_layer / (ep * etp)
+        weights, gradients, state, copy = sharding.static_bytes(dense, layer_params, fsdp, zero, shards,
+                                                                opts.fsdp_reshard, opts.grad_bytes)
+        if cfg.moe is not None:  # the stage's share of the experts, sharded over edp (:mod:`.moe`, :mod:`.sharding`)
+            weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), sharding.static_bytes(
+                experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, opts.grad_bytes)))
+        host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
+                                  layout.first_device * memory.in_flight_micro_batches(p, v, m))
+        state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
+        copy = np.where(off_opt, 0.0, copy)  # the offloaded step runs on the host
+        # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
+        copies = opts.weight_copy_bytes * (layers * dense_layer / t + experts)
+        activations = activations + working
+        # the fp32 gradient copy exists only at the optimizer step, when no activations are held (:mod:`.memory`)
+        total = summed((weights, copies, gradients, state, np.maximum(activations, copy)))
+        return {"weights": weights, "copies": copies, "gradients": gradients, "state": state,
+                "activations": activations, "copy": copy, "total": total, "host": host}
+
+    peak = fullest([footprint(*stage) for stage in by_stage], present)
     gpus = t * p * d * cp
     return {
         "time": time, **parts,
@@ -373,19 +388,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
         "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12,
         "gpus": gpus,
-        "memory_weights": weights, "memory_weight_copies": copies,
-        "memory_gradients": gradients, "memory_optimizer": state,
-        "memory_activations": activations, "memory_step_copy": copy,
-        "memory": total, "memory_host": host,
-        "feasible": (total <= memory_capacity - opts.memory_reserve) & (host <= opts.host_memory),
+        "memory_weights": peak["weights"], "memory_weight_copies": peak["copies"],
+        "memory_gradients": peak["gradients"], "memory_optimizer": peak["state"],
+        "memory_activations": peak["activations"], "memory_step_copy": peak["copy"],
+        "memory": peak["total"], "memory_host": peak["host"],
+        "feasible": (peak["total"] <= memory_capacity - opts.memory_reserve) & (peak["host"] <= opts.host_memory),
     }
-
-
-def summed(terms) -> np.ndarray:
-    """The sum of arrays that broadcast together, in one buffer of the full shape (a search
-    broadcasts millions of plans: one allocation instead of one per term)."""
-    terms = list(terms)
-    out = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in terms)))
-    for x in terms:
-        out += x
-    return out

@@ -21,7 +21,7 @@ def _tf(name: str, heads: int, d_ff: int) -> TransformerConfig:
     # seq_len is not reported: 256 is an assumption (note §6.1 sketch).
     return TransformerConfig(name=name, kind="encoder-decoder", layers=6, decoder_layers=6,
                              d_model=1024, heads=heads, head_dim=128, d_ff=d_ff, seq_len=256,
-                             vocab=32768, bias=False, final_norm=True)
+                             vocab=32768, bias=False, final_norm=True, dropout=0.1)  # Vaswani et al. P_drop
 
 
 TF8 = _tf("TF8", 8, 4096)
@@ -38,7 +38,7 @@ def _bert(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
     return TransformerConfig(name=name, kind="encoder", layers=layers, d_model=d, heads=heads,
                              head_dim=d // heads, d_ff=4 * d, seq_len=512, vocab=30522,
                              max_positions=512, type_vocab=2, embedding_norm=True, pooler=True,
-                             lm_head=False)
+                             lm_head=False, dropout=0.1)
 
 
 BERT_BASE = _bert("bert-base", 12, 768, 12)
@@ -49,7 +49,7 @@ def _gpt2(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
     # HF GPT2Model/GPT2LMHeadModel: 50257 vocab, 1024 positions, pre-LN + ln_f, tied head.
     return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
                              head_dim=d // heads, d_ff=4 * d, seq_len=1024, vocab=50257,
-                             max_positions=1024, final_norm=True)
+                             max_positions=1024, final_norm=True, dropout=0.1)
 
 
 GPT2_SMALL = _gpt2("gpt2", 12, 768, 12)
@@ -91,7 +91,7 @@ def _nemo_gpt3(name: str, layers: int, d: int, heads: int) -> TransformerConfig:
     # 2,048 tokens, biases, LayerNorm, ffn_hidden_size = 4·hidden_size, tied output, GELU.
     return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
                              head_dim=d // heads, d_ff=4 * d, seq_len=2048, vocab=50257, max_positions=2048,
-                             final_norm=True)
+                             final_norm=True, dropout=0.1)  # gpt3/*.yaml hidden_dropout, attention_dropout 0.1
 
 
 GPT3_5B = _nemo_gpt3("gpt3-5b", 24, 4096, 32)  # gpt3/5b.yaml: num_layers 24, hidden 4096, 32 heads

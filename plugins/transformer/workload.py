@@ -48,7 +48,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Literal
 
-from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, ints
+from optmap.bounds import MAX_DIMENSION, Batch, Depth, Dimension, floats, ints
 from optmap.errors import OptmapError, did_you_mean
 from optmap.workload import DeferredGraph, Workload, WorkloadBuilder
 from optmap.workload.general_ops import COPY, SLICE
@@ -62,8 +62,8 @@ from .presets import PRESETS
 # Config fields a problem file may set (the rest keep their preset / dataclass defaults).
 _FIELDS = ("kind", "layers", "decoder_layers", "d_model", "heads", "head_dim", "d_ff", "seq_len",
            "src_seq_len", "vocab", "bias", "kv_heads", "gated_mlp", "max_positions", "tied_output", "mtp_layers",
-           "sliding_window", "full_attention_every")
-_MAY_BE_ZERO = ("max_positions", "mtp_layers", "sliding_window", "full_attention_every")
+           "sliding_window", "full_attention_every", "dropout")
+_MAY_BE_ZERO = ("max_positions", "mtp_layers", "sliding_window", "full_attention_every", "dropout")
 _REQUIRED = ("kind", "layers", "d_model", "heads", "d_ff", "seq_len", "vocab")
 _MOE_KEYS = ("experts", "top_k", "d_ff", "shared_experts", "shared_d_ff", "dense_layers", "groups",
              "group_top_k")
@@ -299,6 +299,7 @@ def transformer(
     mtp_layers: ints(0, 64) | None = None,
     sliding_window: ints(0, MAX_DIMENSION) | None = None,
     full_attention_every: ints(0, 4096) | None = None,
+    dropout: floats(0.0, 0.99) | None = None,
     activation: Literal["relu", "gelu", "silu"] | None = None,
     moe: dict[str, ints(0, MAX_DIMENSION)] | None = None,
     mla: dict[str, ints(0, MAX_DIMENSION)] | None = None,
@@ -330,6 +331,8 @@ def transformer(
     token's embedding, one more layer and the shared output head each. ``sliding_window`` gives
     the layers sliding-window attention over that many keys, every ``full_attention_every``-th
     layer attending fully (:mod:`optmap.workload.window`; the ``gpt-oss-120b`` preset: 128, 2).
+    ``dropout`` is the hidden and attention dropout probability in training (0 unless a preset of
+    the Transformer, BERT, GPT-2/3 or Megatron-LM's GPT sets 0.1): with 0 no dropout mask is stored.
     """
     given = {name: value for name, value in locals().items() if name in _FIELDS and value is not None}
     for name, value in given.items():

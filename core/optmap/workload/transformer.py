@@ -132,6 +132,9 @@ class TransformerConfig:
     mtp_layers: int = 0  # multi-token prediction modules after the last layer (DeepSeek-V3 §2.2)
     sliding_window: int = 0  # keys a windowed layer's query attends to (:mod:`optmap.workload.window`); 0 = none
     full_attention_every: int = 0  # with a window: every n-th layer attends fully (0: every layer windowed)
+    # hidden and attention dropout probability in training: 0 as today's LLMs train (Llama 3, Mixtral,
+    # Qwen3, DeepSeek-V3, Nemotron-4 configs), 0.1 for the Transformer, BERT, GPT-2/3 and Megatron-LM's GPT
+    dropout: float = 0.0
 
     def __post_init__(self):
         if self.kind not in ("encoder", "decoder", "decoder-only", "encoder-decoder"):
@@ -149,6 +152,8 @@ class TransformerConfig:
         swa.validate(self.sliding_window, self.full_attention_every)
         if self.sliding_window and (self.mla is not None or self.kind != "decoder-only"):
             raise ValueError("sliding-window attention is modelled for decoder-only stacks without latent attention")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout = {self.dropout}: a probability in [0, 1)")
         if self.moe is not None and self.moe.dense_layers > self.layers:
             raise ValueError(f"moe: dense_layers = {self.moe.dense_layers} exceeds layers = {self.layers}")
 
@@ -383,7 +388,7 @@ def megatron_gpt(name: str, layers: int, d: int, heads: int, seq_len: int = 2048
     Parameters = Narayanan Eq. 2, 12lh²(1 + 13/(12h) + (V + s)/(12lh)), plus the final norm's 2h."""
     return TransformerConfig(name=name, kind="decoder-only", layers=layers, d_model=d, heads=heads,
                              head_dim=d // heads, d_ff=4 * d, seq_len=seq_len, vocab=51200,
-                             max_positions=seq_len, final_norm=True)
+                             max_positions=seq_len, final_norm=True, dropout=0.1)  # Megatron-LM's default
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,5 +1,7 @@
 """Memory per GPU against Korthikanti et al. 2022 (formulas by hand, Figure 1 and Figure 7 values)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,10 @@ def test_gqa_and_gated_widths():
     s = LLAMA2_70B.seq_len
     rep, shard, scores = memory.layer_terms(LLAMA2_70B, 1)
     assert float(shard) == 2 * s * (2 * 8192 + 2 * 1024) + 2 * s * (2 * 28672 + 28672) + 2 * s * 28672
-    assert float(scores) == 5 * 64 * s * s and float(rep) == 10 * s * 8192
+    # Llama trains without dropout: no masks, and of the unfused scores only the softmax output (2 bytes)
+    assert float(scores) == 2 * 64 * s * s and float(rep) == 8 * s * 8192
+    with_dropout = memory.layer_terms(dataclasses.replace(LLAMA2_70B, dropout=0.1), 1)  # Korthikanti's 5 and 10
+    assert float(with_dropout[2]) == 5 * 64 * s * s and float(with_dropout[0]) == 10 * s * 8192
 
 
 def test_optimizer_bytes():
@@ -81,3 +86,21 @@ def test_optimizer_bytes():
     # copy made at the optimizer step
     weights, grads, state, copy = memory.static_bytes(np.array([1.0, 1.0]), [False, True], [8, 8], grad_bytes=2.0)
     assert np.allclose(weights + grads + state + copy, [20, 6]) and np.allclose(copy, [4, 0.5])
+
+
+def test_dropout_is_a_workload_option_and_only_a_nonzero_one_stores_masks():
+    """``[workload] dropout``: 0 unless a GPT-era preset sets 0.1; Megatron-LM's GPT of the A100 runs
+    keeps Korthikanti's two 1-byte masks (10 s·h replicated), a Llama-style model written field by
+    field has none (8 s·h) unless it asks for them; a probability of 1 is refused in one line."""
+    from optmap.errors import OptmapError
+    from optmap.host import load_host
+    host = load_host()
+    fields = {"kind": "decoder-only", "layers": 2, "d_model": 1024, "heads": 8, "d_ff": 4096, "seq_len": 512,
+              "vocab": 1000, "batch": 1, "dtype": "bf16"}
+    plain = host.build("workload", "transformer", options=fields).config
+    masked = host.build("workload", "transformer", options={**fields, "dropout": 0.1}).config
+    assert GPT3_175B.dropout == 0.1 and plain.dropout == 0.0 and masked.dropout == 0.1
+    assert float(memory.layer_terms(plain, 1)[0]) == 8 * 512 * 1024
+    assert float(memory.layer_terms(masked, 1)[0]) == 10 * 512 * 1024
+    with pytest.raises(OptmapError, match="dropout"):
+        host.build("workload", "transformer", options={**fields, "dropout": 1.0})

@@ -71,7 +71,7 @@ def test_planner_prices_the_latent_linears_by_hand():
     # over 192 dimensions per head and values over 128 (2 bytes), the projection input (1 byte)
     rep, shard, _ = memory.layer_terms(cfg.with_(moe=None), 1, gemm_input_bytes=1.0, attention="flash")
     s = cfg.seq_len
-    assert float(rep) == (4 + 2 + 2) * s * D + s * (Q_LORA + KV_LORA)
+    assert float(rep) == (4 + 2) * s * D + s * (Q_LORA + KV_LORA)  # no dropout masks (DeepSeek-V3: none)
     mlp = memory.mlp_bytes(cfg, cfg.d_ff, s, 1.0)
     assert float(shard) == 2 * s * HEADS * (192 + 192 + 128) + s * HEADS * V + mlp
     # FP8 casts: the normalised input's transpose, both latents and the projection input; backward every

@@ -1,0 +1,39 @@
+"""Peak memory per GPU is the fullest pipeline stage's own sum (plugins/llm/footprint.py)."""
+
+import numpy as np
+import pytest
+
+from optmap.plugins.llm import footprint
+from optmap.problem import build_problem
+
+
+def test_the_fullest_stage_is_a_max_of_sums_not_a_sum_of_maxes():
+    # stage 0 has the most activations, stage 1 the most weights: the peak is stage 1's 10 + 6 = 16,
+    # not 10 + 8 = 18; a stage that does not exist (present false) never counts
+    stages = [{"total": np.array([15.0, 15.0]), "activations": np.array([8.0, 8.0]), "weights": 7.0},
+              {"total": np.array([16.0, 16.0]), "activations": np.array([6.0, 6.0]), "weights": 10.0}]
+    peak = footprint.fullest(stages, [np.array(True), np.array([True, False])])
+    assert peak["total"].tolist() == [16.0, 15.0] and peak["weights"].tolist() == [10.0, 7.0]
+    # of stages that tie, the one holding the most activations is reported
+    tie = footprint.fullest([{"total": 5.0, "activations": 1.0}, {"total": 5.0, "activations": 3.0}], [True, True])
+    assert float(tie["activations"]) == 3.0
+
+
+def test_llama_405b_interleaved_peak_is_a_middle_stage_by_hand():
+    """Llama 3.1 405B, TP 8 × PP 8 × VP 8 × CP 2 on 512 H100s (dgxc-benchmarking 25.05's layout):
+    126 layers in 64 chunks of 2, the first and last of 1 (the embedding and the loss count as
+    layers), so the first device holds 15 layers and the embedding (263M parameters per rank), a middle
+    one 16 layers. The weights counted are the middle device's 16 layers, not 16 layers and the
+    embedding as a sum of the stages' maxima would have it."""
+    problem = build_problem({
+        "workload": {"model": "transformer", "preset": "llama3.1-405b", "batch": 256, "dtype": "bf16"},
+        "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 512}]},
+        "cost": {"model": "megatron-3d"}, "search": {"engine": "megatron-3d"}})
+    m = problem.cost_model
+    r = m.evaluate(m.space.mapping({
+        "tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 4, "context_parallel": 2,
+        "microbatch_size": 1, "interleaving": 8, "recompute": "none", "sequence_parallel": True,
+        "optimizer_sharding": True, "dp_overlap": True, "fsdp": False}))
+    weights = {row["part"]: row["GiB"] for row in r.tables["memory_per_gpu"]}["weights (16-bit)"]
+    layer = m.config.layer_params / 8  # one layer's parameters per tensor-parallel rank
+    assert weights * 2**30 == pytest.approx(2 * 16 * layer, rel=1e-9)
