@@ -49,6 +49,12 @@ Sources (each row names its own):
   Megatron-LM's over the full square (:func:`.heldout_runs.megatron_flops_per_token` with
   ``causal=False``: what NeMo printed until its causal discount of 2025-08), the count every
   ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
+* ``dgxc-25.03``, ``dgxc-25.04``, ``dgxc-25.05``: NVIDIA's dgxc-benchmarking recipes, measured step
+  times of NeMo pre-training on DGX H100 and GB200 (:mod:`.heldout_dgxc` says which rows and why).
+* ``nemo-long-25.04``: the same page's DGX-B200 table, LLAMA3-8B FP8, container NeMo 25.04.rc2,
+  8K to 1M tokens (at commit 14d427f575, its first version: GPU counts equal TP × CP × DP; the
+  rewrite of 19fadb67b0 prints four times as many GPUs beside the same layout and TFLOP/s). Its
+  tokens/s are derived as the H100 table's, through NeMo's ``llama3`` count (the full square).
 
 * ``moe-modelzoo``: NVIDIA's Megatron-MoE-ModelZoo (github.com/yanring/Megatron-MoE-ModelZoo
   ``best_practice/qwen3/readme.md`` at commit e8650517d6, 2026-05), Qwen3-235B-A22B in BF16 on
@@ -77,9 +83,8 @@ Sources (each row names its own):
   ``12·l·h²·(6 + s/h) + 6·h·V`` per token for these models; :func:`.heldout_runs.megatron_flops_per_token`).
   The table's parameter counts (1.7B ... 462B) are reproduced with untied output embeddings.
 
-Left out, with the reason: the DGX-B200 table of the same page (its TP × PP × DP × CP is a
-quarter of its GPU count in every row, so the layout cannot be read); the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
-either, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
+Left out, with the reason: the Llama 3 paper's Table 4 gives TFLOP/s per GPU without the FLOP count
+behind it, on Meta's RoCE cluster rather than DGX; the DeepSeek-V3 tables of 26.02 to 26.08 (they do
 not say whether multi-token prediction ran), 25.11's H100 GPT-OSS row (its gradient accumulation
 2 contradicts its PP 4: 512 / (16 × 4) = 8), Nemotron 3 (hybrid Mamba layers), Kimi K2 (the Muon optimizer) and DeepSeek-V4, which have no
 ``transformer`` workload form here; the Bridge 25.09 section states no precision (priced outside the summary, below); GB300 / B300 /
@@ -114,6 +119,15 @@ SOURCES = {
     "nemo-long-24.03": ("NVIDIA NeMo long-sequence performance, NeMo 24.03.01 container, DGX-H100 FP8 LLAMA2-7B "
                         "with context parallelism", "https://github.com/NVIDIA/NeMo/blob/"
                         "a2c4cc8ee64eb98d83684fc616dd0225c25bdfa1/docs/source/performance/performance_long_sequence.md"),
+    "nemo-long-25.04": ("NVIDIA NeMo long-sequence performance, NeMo 25.04.rc2 container, DGX-B200 FP8 LLAMA3-8B "
+                        "with context parallelism", "https://github.com/NVIDIA/NeMo/blob/"
+                        "14d427f575/docs/source/performance/performance_long_sequence.md"),
+    **{f"dgxc-{r}": (f"NVIDIA dgxc-benchmarking {r} release, NeMo pre-training step times on DGX H100"
+                     f"{' and GB200' if r == '25.05' else ''} (NeMo {c})",
+                     f"https://github.com/NVIDIA/dgxc-benchmarking/tree/{h}")
+       for r, c, h in (("25.03", "24.12", "1b9bb6b3cfea881fc4997ac111e695e52ae901aa"),
+                       ("25.04", "25.02.01; 24.12 for GPT3-175B and Grok1-314B", "0efdb235ac32cc815084bd84ac8c1d1b722fa13e"),
+                       ("25.05", "25.04.00 and 25.04.01", "c5c765f2684f983e787eaada4073b63c8287caf6"))},
     "bridge-25.09": ("Megatron-Bridge performance summary archive, 25.09 NeMo container, pre-training (no precision "
                      "stated; outside the summary)", f"{_BRIDGE_AUGUST_2026}/docs/performance-summary-archive.md"),
     "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16 "
@@ -168,6 +182,10 @@ MODELS: dict[str, dict] = {
     "LLAMA3-8B": {"preset": "llama3-8b"},
     "LLAMA3-70B": {"preset": "llama3-70b"},
     "LLAMA3.1-405B": {"preset": "llama3.1-405b"},
+    "LLAMA3.1-8B": {"preset": "llama3-8b"},  # Llama 3.1 changes the RoPE scaling and the context, not the shapes
+    "LLAMA3.1-70B": {"preset": "llama3-70b"},
+    "Nemotron4-15B": {**_NEMOTRON, "layers": 32, "d_model": 6144, "heads": 48, "kv_heads": 8,
+                      "d_ff": 24576},  # Nemotron4Config15B
     "Qwen3-30B-A3B": {**_QWEN3, "layers": 48, "d_model": 2048, "heads": 32, "kv_heads": 4, "d_ff": 6144,
                       "moe": {"experts": 128, "top_k": 8, "d_ff": 768, "shared_experts": 0, "shared_d_ff": 0,
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
@@ -179,6 +197,12 @@ MODELS: dict[str, dict] = {
                                       ("177B", 96, 12288, 96), ("314B", 128, 16384, 96), ("462B", 144, 18432, 112))},
     "Mixtral-8x22B": {"preset": "mixtral-8x22b", "moe": {}},  # 56 layers, 8 experts of 16,384, top 2
     "GPT-OSS-120B": {"preset": "gpt-oss-120b", "moe": {}},  # sliding window 128 on every other layer
+    # NeMo's grok1_314b (MixtralConfig8x7B widened; scripts/performance/llm/pretrain_grok1_314b.py at 26ca175cd2;
+    # dgxc-benchmarking grok1_314b.yaml): SwiGLU-width experts, RMSNorm, untied, the Llama 3 tokenizer
+    "Grok1-314B": {"kind": "decoder-only", "layers": 64, "d_model": 6144, "heads": 48, "kv_heads": 8, "head_dim": 128,
+                   "d_ff": 32768, "vocab": 128256, "gated_mlp": True, "bias": False, "tied_output": False,
+                   "moe": {"experts": 8, "top_k": 2, "d_ff": 32768, "shared_experts": 0, "shared_d_ff": 0,
+                           "dense_layers": 0}},
     "Qwen3-235B-A22B": {**_QWEN3, "layers": 94, "d_model": 4096, "heads": 64, "kv_heads": 4, "d_ff": 12288,
                         "moe": {"experts": 128, "top_k": 8, "d_ff": 1536, "shared_experts": 0, "shared_d_ff": 0,
                                 "dense_layers": 0}},  # Qwen3Config235B_A22B

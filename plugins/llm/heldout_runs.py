@@ -6,6 +6,7 @@ model TFLOP/s/GPU, under its source's key and system.
 
 from __future__ import annotations
 
+from . import heldout_dgxc
 from .heldout import MODELS, HeldOutRun
 
 
@@ -47,14 +48,16 @@ def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: in
     return layers * (attention + mlp) + 6 * d_model * vocab
 
 
-def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float) -> HeldOutRun:
-    """A ``nemo-long-24.03`` row: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
+def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float, *,
+                   source: str = "nemo-long-24.03", model: str = "LLAMA2-7B", system: str = "DGX-H100") -> HeldOutRun:
+    """A row of NeMo's long-sequence tables: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
     seq = k * 1024
-    # NeMo's count for its Llama tables (``nemo/utils/flops_formulas.py`` ``llama2`` at f0bf77bcf7 of 2025-01,
-    # l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h)): the full square until 6251117f4c of 2025-08) is
-    # Megatron-LM's, gated, without the causal half; NeMo Llama2Config7B
-    tokens = tflops * 1e12 / megatron_flops_per_token(32, 4096, 32, 32, 128, 11008, 32000, seq, causal=False)
-    run = HeldOutRun("nemo-long-24.03", "LLAMA2-7B", "DGX-H100", "FP8", gpus, gbs, None, seq, tp, pp, cp,
+    # NeMo's count for its Llama tables (``nemo/utils/flops_formulas.py`` ``llama2`` and ``llama3`` at f0bf77bcf7 of
+    # 2025-01 and 19fadb67b0 of 2025-05, l·h²·(12 + 12·g/a + 18·f/h + 12·s/h + 6·V/(l·h)): the full square until
+    # 6251117f4c of 2025-08) is Megatron-LM's, gated, without the causal half; NeMo Llama2Config7B, Llama3Config8B
+    shape = (32, 4096, 32, 32, 128, 11008, 32000) if model == "LLAMA2-7B" else (32, 4096, 32, 8, 128, 14336, 128256)
+    tokens = tflops * 1e12 / megatron_flops_per_token(*shape, seq, causal=False)
+    run = HeldOutRun(source, model, system, "FP8", gpus, gbs, None, seq, tp, pp, cp,
                      1 if pp == 1 else None, 1, None, tokens, tflops)
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
     return run
@@ -65,6 +68,15 @@ NEMO_LONG_24_03 = [_long_sequence(*row) for row in [
     (4, 4, 1024, 1, 1, 4, 1, 768), (8, 8, 512, 1, 2, 4, 1, 730), (16, 16, 256, 2, 1, 8, 1, 660),
     (32, 32, 128, 2, 1, 8, 2, 610), (64, 64, 64, 4, 1, 8, 2, 574), (128, 128, 32, 4, 1, 8, 4, 555),
     (256, 256, 16, 4, 1, 8, 8, 549), (512, 512, 8, 8, 1, 4, 16, 549), (1024, 1024, 4, 8, 1, 4, 32, 536),
+]]
+
+# NeMo 25.04.rc2 long sequences, DGX-B200, FP8, LLAMA3-8B: the table as first published (14d427f575, 2025-04-28),
+# whose GPU counts are TP × CP × DP; its rewrite (19fadb67b0) prints the H100 table's GPU counts (8K on 8 GPUs)
+# beside the same TP, PP, DP and CP, four times their product, and the same TFLOP/s
+NEMO_LONG_25_04 = [_long_sequence(*row, source="nemo-long-25.04", model="LLAMA3-8B", system="DGX-B200") for row in [
+    (8, 2, 512, 1, 1, 2, 1, 1671), (16, 4, 256, 1, 1, 4, 1, 1717), (32, 8, 128, 1, 1, 4, 2, 1624),
+    (64, 16, 64, 1, 1, 4, 4, 1600), (128, 32, 32, 2, 1, 4, 4, 1588), (256, 64, 16, 4, 1, 4, 4, 1590),
+    (512, 128, 8, 4, 1, 4, 8, 1619), (1024, 256, 4, 4, 1, 4, 16, 1608),
 ]]
 
 # Megatron-Bridge 25.11 (tables per system; the parenthesised FP8-MX figures are rows of their own)
@@ -298,4 +310,4 @@ def outside() -> list[tuple[HeldOutRun, str]]:
 
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + NEMO_LONG_24_03 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO
+    return NEMO_24_07 + NEMO_LONG_24_03 + NEMO_LONG_25_04 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO + heldout_dgxc.runs()

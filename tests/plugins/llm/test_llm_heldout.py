@@ -59,6 +59,10 @@ def test_every_row_names_known_things_and_a_consistent_layout():
     ("LLAMA2-7B FP8 1024 H100 (nemo-long-24.03)", 12.9063),
     # and at 4K: 1,024 × 4,096 × 4.60849e10 / (768e12 × 4)
     ("LLAMA2-7B FP8 4 H100 (nemo-long-24.03)", 62.9213),
+    # NeMo 25.04 long sequences on B200, LLAMA3-8B (GQA 8 of 32, d_ff 14,336, vocab 128,256): 4 × 1,048,576 ×
+    # 1.69430e12 FLOP/token (32 · 4,096² · (12 + 12 · 8/32 + 18 · 14,336/4,096 + 12 · 1,048,576/4,096 +
+    # 6 · 128,256/(32 · 4,096))) / (1,608e12 × 256 GPUs, TP 4 × CP 16 × DP 4)
+    ("LLAMA3-8B FP8 256 B200 (nemo-long-25.04)", 17.2633),
     # Bridge 25.11 GB200, the FP8-MX figure in parentheses: 128 × 8,192 / (29,789 × 8) = 1,048,576 / 238,312
     ("LLAMA3-8B FP8-MX 8 GB200 (bridge-25.11)", 4.4000),
     # Bridge 26.02.01 H100 (26.02's layout again): 1,024 × 4,096 / (9,058 × 16) = 4,194,304 / 144,928
@@ -77,7 +81,7 @@ def test_data_parallel_size_is_what_tp_pp_cp_leave():
     assert run.dp == 16 and run.ep == 32  # EP 32 (expert TP 1) spans tp · dp · cp = 32 ranks
 
 
-@pytest.mark.parametrize("run", [r for r in heldout_runs.runs() if not r.moe], ids=lambda r: r.label)
+@pytest.mark.parametrize("run", [r for r in heldout_runs.runs() if not r.moe and r.model_tflops], ids=lambda r: r.label)
 def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     """Model FLOPs per token = published TFLOP/s ÷ tokens/s. NeMo 24.07 counts 3 × the forward
     with the full s × s attention (Narayanan et al. Eq. 3 without recomputation, GQA and gated MLP
@@ -308,3 +312,33 @@ def test_megatron_lm_table_models_have_its_parameter_counts():
         cfg = host.build("workload", "transformer", options={**heldout.MODELS[f"GPT-{size}"], "seq_len": 4096,
                                                              "batch": 8, "dtype": "bf16"}).config
         assert cfg.params == pytest.approx(float(size[:-1]) * 1e9, rel=0.035), size
+
+
+def test_new_models_have_their_published_parameter_counts():
+    """Grok-1: 314B parameters (xAI's model card; NeMo's config with the Llama 3 tokenizer, 128,256
+    rows, where Grok's own has 131,072: within 1 %); Nemotron-4 15B: 3.2B embedding and 12.5B
+    non-embedding parameters (Parmar et al. 2024, §2)."""
+    host = load_host()
+
+    def params(name):
+        return host.build("workload", "transformer", options={**heldout.MODELS[name], "seq_len": 4096,
+                                                             "batch": 8, "dtype": "bf16"}).config.params
+    assert params("Grok1-314B") == pytest.approx(314e9, rel=0.01)
+    assert params("Nemotron4-15B") == pytest.approx(15.7e9, rel=0.01)
+
+
+def test_dgxc_rows_are_their_printed_step_times_and_recipes():
+    """dgxc-benchmarking prints the step time itself; tokens/s/GPU = GBS × sequence / (step × GPUs)
+    recovers it. Grok-1 on 512 H100s (grok1/README.md, 25.05): GBS 2 × 512, 8,192 tokens, 13.433 s;
+    its recipe (NeMo's pretrain_grok1_314b.py): bf16 gradients, the all-to-all dispatcher."""
+    grok = _run("Grok1-314B FP8 512 H100 (dgxc-25.05)")
+    assert grok.tokens_per_gpu == pytest.approx(1024 * 8192 / (13.433 * 512)) and grok.measured_s == pytest.approx(13.433)
+    assert (grok.dp, grok.ep, grok.group) == (8, 8, "H100 MoE")  # 512 / (TP 4 · PP 8 · CP 2)
+    assert heldout.recipe_options(grok) == {"grad_bytes": 2, "moe_dispatcher": "alltoall"}
+    # GB200: expert tensor parallelism 4 (launch.sh ET=4); Llama 3.1 8B in BF16: Megatron-LM's fp32 gradients
+    assert heldout.recipe_options(_run("Grok1-314B BF16 128 GB200 (dgxc-25.05)"))["expert_tensor_parallel"] == 4
+    assert heldout.recipe_options(_run("LLAMA3.1-8B BF16 8 H100 (dgxc-25.04)")) == {}
+    assert heldout.recipe_options(_run("LLAMA3.1-8B FP8 8 H100 (dgxc-25.04)")) == {"grad_bytes": 2}
+    # the strong-scaling table: one batch of 512 over 128 and 512 GB200s
+    strong = _run("Nemotron-340B FP8 512 GB200 GBS 512 (dgxc-25.05)")
+    assert (strong.gbs, strong.measured_s) == (512, pytest.approx(5.668))
