@@ -132,6 +132,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--untie-embeddings-and-output-weights", None))
     if not cfg.bias:
         args.append(("--disable-bias-linear", None))
+    # Megatron-LM's default dropout is 0.1; the plan's memory counts masks only for a nonzero one
+    args += [("--hidden-dropout", cfg.dropout), ("--attention-dropout", cfg.dropout)]
     args += _moe_flags(model)
     lines = [flag if value is None else f"{flag} {value}" for flag, value in args]
     return " \\\n".join(lines) + "\n", notes
