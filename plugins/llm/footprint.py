@@ -21,7 +21,7 @@ def fullest(stages: list[dict], present: list) -> dict:
     activations); ``present[i]`` false where stage ``i`` does not exist (a middle stage of a
     two-stage pipeline)."""
     shape = np.broadcast_shapes(*(np.shape(v) for f in stages for v in f.values()), *(np.shape(x) for x in present))
-    totals = np.stack([np.where(on, f["total"], -np.inf) * np.ones(shape) for on, f in zip(present, stages)])
+    totals = np.stack([np.broadcast_to(np.where(on, f["total"], -np.inf), shape) for on, f in zip(present, stages)])
     activations = np.stack([np.broadcast_to(f["activations"], shape) for f in stages])
     index = np.argmax(np.where(totals == totals.max(axis=0), activations, -np.inf), axis=0)
     return {k: np.choose(index, [np.broadcast_to(f[k], shape) for f in stages]) for k in stages[0]}

@@ -359,7 +359,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                held(layout.middle_device, memory.in_flight_micro_batches(p, v, m, 1))),
               (layout.last_device, (layout.last_device * dense_layer + emb_params) / t,
                held(layout.last_device, 1.0) + logits)]
-    present = [np.ones_like(p, dtype=bool), middle, p > 1]
+    present = [True, middle, p > 1]  # the first stage always; a middle one with p > 2; the last with p > 1
 
     def footprint(layers, dense, activations):  # one stage's bytes per GPU, by part
         experts = layers * expert_layer / (ep * etp)
