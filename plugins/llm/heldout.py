@@ -17,7 +17,9 @@ counts it (expert parallelism is carved out of the other ranks, not added: Megat
 parallel folding needs EP × expert-TP to divide TP × DP × CP; the Qwen3-235B H100 runs, TP 2,
 DP 16, EP 32, need expert-TP 1 and the folding over TP). A table's
 "VP 1" or "n/a" is no interleaving; "FSDP 0" is DDP; FSDP > 0 (a sharding group size) is
-Megatron-FSDP; a table without an FSDP column leaves it unstated (not pinned).
+Megatron-FSDP. A table without an FSDP column leaves it to the run's software where that has
+none or its recipe turns it off (``nemo-24.07``, ``nemo-long-24.03``, ``megatron-lm-2024``, the
+``dgxc`` rows: FSDP 0, each with its citation beside its rows), else unstated (not pinned).
 
 Sources (each row names its own):
 
@@ -226,7 +228,7 @@ class HeldOutRun:
     cp: int
     vp: int | None  # 1: no interleaving ("n/a" in the table); None: not published (the planner chooses)
     ep: int
-    fsdp: int | None  # None: the table has no FSDP column; 0: DDP; > 0: the sharding group size
+    fsdp: int | None  # 0: DDP; > 0: the sharding group size; None: neither the table nor the run's software says
     tokens_per_gpu: float  # measured tokens/s/GPU (derived from TFLOP/s where a source prints no tokens/s)
     model_tflops: float | None  # measured model TFLOP/s/GPU (reference only)
     variant: str = ""  # what tells apart rows of one model, precision and GPU count in one source

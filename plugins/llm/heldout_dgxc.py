@@ -20,9 +20,19 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
 ``MBS × DP × GA``) is kept. Each row's recipe, from the scripts its release pins:
 
 * FP8 is delayed scaling (``bf16_with_fp8_mixed``; ``--fp8_recipe`` default ``ds``), the model's
-  default; FP8 runs reduce their gradients in bf16 (``grad_reduce_in_fp32 = False`` in NeMo's
-  ``scripts/performance`` at d2b21556f2 and 6f2c6fdaff, and the 25.04 ``pretrain_llama31.py``), and so
-  do the NeMo-Launcher recipes of 24.12 (``grad_sync_dtype: bf16``): ``grad_bytes = 2``;
+  default;
+* gradients are reduced and kept in bf16 (``grad_bytes = 2``) in every row but DeepSeek-V3's: NeMo's
+  ``scripts/performance`` build each dense model's recipe with ``pretrain_recipe(performance_mode=True)``,
+  whose ``pretrain_performance_optimizations`` sets ``plugins.grad_reduce_in_fp32 = False`` for either
+  precision (``llama31_405b.py``, ``llama3_70b.py``, ``llama3_8b.py``, ``nemotron4_15b.py``,
+  ``nemotron4_340b.py`` at d2b21556f2, 6f2c6fdaff and b4148d2169), and the strategy lets the precision
+  plugin's setting override the DDP config's (``megatron_strategy.py``, ``update_config_with_dtype_overrides``);
+  FP8 sets it again (``set_primary_perf_configs``). The NeMo-Launcher recipes of 24.12 say
+  ``grad_sync_dtype: bf16``. DeepSeek-V3's script calls ``pretrain_recipe()`` without the performance
+  mode (7a8f1cc7bc) and keeps the fp32 default;
+* no FSDP (FSDP 0): the ``use_mcore_fsdp`` column of NeMo's ``model_configs_h100.csv`` /
+  ``model_configs_gb200.csv`` is 0 for every pre-training row at those commits (``launch.sh`` passes
+  ``-fsdp 0``), and the NeMo-Launcher YAMLs say ``fsdp: false``;
 * Grok-1 (``MixtralConfig8x7B`` widened: 64 layers, 6,144, 48 heads, 8 groups, 8 experts of 32,768,
   top 2, the Llama 3 tokenizer) runs the all-to-all dispatcher with capacity factor 1, padded
   (``MegatronTokenDropCallback``; the 24.12 YAML alike), gradients in bf16 for both precisions,
@@ -44,10 +54,11 @@ _BF16_GRADS = (("grad_bytes", 2),)
 
 def _step(source: str, model: str, system: str, precision: str, gpus: int, gbs: int, mbs: int, seq: int, tp: int,
           pp: int, cp: int, vp: int | None, ep: int, seconds: float, recipe: tuple = ()) -> HeldOutRun:
-    """A row from its printed step time (VP ``None`` where PP > 1 and the table prints "NA")."""
-    if precision == "FP8" and ("grad_bytes", 2) not in recipe:
+    """A row from its printed step time (VP ``None`` where PP > 1 and the table prints "NA"); bf16
+    gradients unless the row's recipe names its gradient bytes (module docstring)."""
+    if not any(key == "grad_bytes" for key, _ in recipe):
         recipe = _BF16_GRADS + recipe
-    return HeldOutRun(source, model, system, precision, gpus, gbs, mbs, seq, tp, pp, cp, vp, ep, None,
+    return HeldOutRun(source, model, system, precision, gpus, gbs, mbs, seq, tp, pp, cp, vp, ep, 0,
                       gbs * seq / (seconds * gpus), None, recipe=recipe)
 
 
@@ -58,13 +69,13 @@ def _strong(run: HeldOutRun) -> HeldOutRun:
 def _grok(source: str, system: str, precision: str, gpus: int, tp: int, pp: int, cp: int, vp: int, seconds: float,
           recipe: tuple = ()) -> HeldOutRun:
     return _step(source, "Grok1-314B", system, precision, gpus, 2 * gpus, 1, 8192, tp, pp, cp, vp, 8, seconds,
-                 _BF16_GRADS + _ALLTOALL + recipe)
+                 _ALLTOALL + recipe)
 
 
-_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False),)
+_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False), ("grad_bytes", 4))  # fp32 gradients: Megatron-Core's default
 
 # 25.03 (NeMo 24.12 with NeMo-Launcher; llama3.1/README_405b.md)
-DGXC_25_03 = [_step("dgxc-25.03", "LLAMA3.1-405B", "DGX-H100", p, 576, 252, 1, 8192, 8, 9, 2, 7, 1, t, _BF16_GRADS)
+DGXC_25_03 = [_step("dgxc-25.03", "LLAMA3.1-405B", "DGX-H100", p, 576, 252, 1, 8192, 8, 9, 2, 7, 1, t)
               for p, t in (("BF16", 17.5), ("FP8", 11.0))]
 
 # 25.04 (NeMo 25.02.01 with NeMo's scripts/performance at d2b21556f2; GPT-3 175B and Grok-1 on NeMo 24.12's
@@ -83,7 +94,7 @@ DGXC_25_04 = [
       for p, g, t in (("BF16", 32, 2.66), ("BF16", 1024, 2.74), ("FP8", 32, 1.98), ("FP8", 1024, 2.03))),
     *(_step("dgxc-25.04", "Nemotron-340B", "DGX-H100", p, g, g // 4, 1, 4096, 8, 8, 1, None, 1, t)
       for p, g, t in (("BF16", 512, 4.39), ("BF16", 1024, 4.41), ("FP8", 512, 2.97), ("FP8", 1024, 3.0))),
-    *(_step("dgxc-25.04", "GPT3-175B", "DGX-H100", p, g, 2 * g, 1, 2048, 4, 8, 1, 6, 1, t, _BF16_GRADS)
+    *(_step("dgxc-25.04", "GPT3-175B", "DGX-H100", p, g, 2 * g, 1, 2048, 4, 8, 1, 6, 1, t)
       for p, g, t in (("BF16", 128, 8.309), ("BF16", 1024, 8.453), ("FP8", 128, 5.626), ("FP8", 1024, 5.82))),
     *(_grok("dgxc-25.04", "DGX-H100", p, 1024, 4, 8, 2, 8, t, (("tp_comm_overlap", False),))
       for p, t in (("BF16", 21.2), ("FP8", 17.01))),

@@ -14,20 +14,24 @@ def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
     return [HeldOutRun(source, *row[:1], system, *row[1:]) for row in table]
 
 
-# NeMo 24.07, DGX-H100, FP8: model, precision, GPUs, GBS, MBS, seq, TP, PP, CP, VP, EP, FSDP, tokens/s/GPU, TFLOP/s
+# NeMo 24.07, DGX-H100, FP8: model, precision, GPUs, GBS, MBS, seq, TP, PP, CP, VP, EP, FSDP, tokens/s/GPU, TFLOP/s.
+# No FSDP column; NeMo 1 trains without it unless a config says ``fsdp: True`` (``megatron_base_model.py``:
+# ``cfg.get('fsdp', False)``) and none of NeMo-Launcher 24.07's training configs for these models does: FSDP 0.
+# Nemotron-4 340B's config reduces gradients in bf16 (``launcher_scripts/conf/training/nemotron/nemotron_340b.yaml``:
+# ``grad_sync_dtype: bf16``; the others keep Apex DistributedFusedAdam's fp32 default)
 NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
-    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, None, 23406, 765),
-    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, None, 5851, 750),
-    ("GPT3-175B", "FP8", 128, 256, 1, 2048, 4, 8, 1, 6, 1, None, 716, 771),
-    ("GPT3-175B", "FP8", 512, 2048, 2, 2048, 4, 8, 1, 6, 1, None, 825, 888),
-    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, None, 16934, 780),
-    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, None, 8715, 760),
-    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, None, 1728, 768),
-    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, None, 12507, 643),
-    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, None, 4312, 562),
-    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, None, 326, 686),
-    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, None, 12273, 711),
-    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, None, 1524, 734),
+    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, 0, 23406, 765),
+    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, 0, 5851, 750),
+    ("GPT3-175B", "FP8", 128, 256, 1, 2048, 4, 8, 1, 6, 1, 0, 716, 771),
+    ("GPT3-175B", "FP8", 512, 2048, 2, 2048, 4, 8, 1, 6, 1, 0, 825, 888),
+    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, 0, 16934, 780),
+    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, 0, 8715, 760),
+    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, 0, 1728, 768),
+    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, 0, 12507, 643),
+    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, 0, 4312, 562),
+    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, 0, 326, 686, "", (("grad_bytes", 2),)),
+    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, 0, 12273, 711),
+    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, 0, 1524, 734),
 ])
 
 
@@ -57,8 +61,11 @@ def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: i
     # 6251117f4c of 2025-08) is Megatron-LM's, gated, without the causal half; NeMo Llama2Config7B, Llama3Config8B
     shape = (32, 4096, 32, 32, 128, 11008, 32000) if model == "LLAMA2-7B" else (32, 4096, 32, 8, 128, 14336, 128256)
     tokens = tflops * 1e12 / megatron_flops_per_token(*shape, seq, causal=False)
+    # NeMo 24.03 (NeMo 1) trains without FSDP unless a config turns it on (``megatron_base_model.py``:
+    # ``cfg.get('fsdp', False)``; NeMo-Launcher 24.03's llama2_7b.yaml does not): FSDP 0; 25.04's page names no recipe
+    fsdp = 0 if source == "nemo-long-24.03" else None
     run = HeldOutRun(source, model, system, "FP8", gpus, gbs, None, seq, tp, pp, cp,
-                     1 if pp == 1 else None, 1, None, tokens, tflops)
+                     1 if pp == 1 else None, 1, fsdp, tokens, tflops)
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
     return run
 
@@ -249,13 +256,14 @@ MOE_MODELZOO = [
 def _mlm(size: str, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> HeldOutRun:
     """A row of Megatron-LM's model table (BF16, sequence 4,096; no micro-batch or interleaving printed:
     ``None``, the planner's), its model from :data:`.heldout.MODELS`, its tokens/s through Megatron-LM's
-    count of 2024 (the full square)."""
+    count of 2024 (the full square); FSDP 0: Megatron-Core r0.8.0 has none (no FSDP argument in
+    ``megatron/training/arguments.py`` before core_r0.10.0)."""
     cfg = MODELS[f"GPT-{size}"]
     h, heads = cfg["d_model"], cfg["heads"]
     per_token = megatron_flops_per_token(cfg["layers"], h, heads, heads, h // heads, cfg["d_ff"], cfg["vocab"], 4096,
                                          gated=False, causal=False)
     return HeldOutRun("megatron-lm-2024", f"GPT-{size}", "DGX-H100", "BF16", gpus, gbs, None, 4096, tp, pp, 1,
-                      1 if pp == 1 else None, 1, None, tflops * 1e12 / per_token, tflops)
+                      1 if pp == 1 else None, 1, 0, tflops * 1e12 / per_token, tflops)
 
 
 # Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48; the models'

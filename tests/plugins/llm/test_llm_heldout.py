@@ -179,7 +179,8 @@ def test_the_script_on_two_runs(tmp_path):
         assert table == validate_llm.spec(run, validate_llm.layout(run))
     assert tomllib.loads(files[0].read_text())["fix"] == {
         "tensor_parallel": 1, "pipeline_parallel": 1, "context_parallel": 1, "expert_parallel": 1,
-        "data_parallel": 8, "microbatch_size": 1, "interleaving": 1}  # NeMo 24.07: TP 1, PP 1, CP 1, VP 1 on 8 GPUs
+        "data_parallel": 8, "microbatch_size": 1, "interleaving": 1,  # NeMo 24.07: TP 1, PP 1, CP 1, VP 1 on 8 GPUs
+        "fsdp": False}  # NeMo 1 without a config's fsdp: True
     text = out.read_text()
     assert labels[0] in text and "{{" not in text and "Nothing on this page was fitted" in text
 
@@ -257,11 +258,11 @@ def test_expert_mlp_check_prices_about_or_above_a_grouped_kernel():
 
 def test_long_sequence_rows_leave_micro_batch_and_interleaving_to_the_planner():
     """NeMo's long-sequence table prints no micro-batch and no interleaving: neither is pinned, and
-    the 8K row's PP 2 may interleave (its [fix] pins TP 1, PP 2, CP 1, DP 4 only)."""
+    the 8K row's PP 2 may interleave (its [fix] pins TP 1, PP 2, CP 1, DP 4 and NeMo 1's no-FSDP only)."""
     run = _run("LLAMA2-7B FP8 8 H100 (nemo-long-24.03)")
     assert (run.mbs, run.vp, run.pp, run.dp) == (None, None, 2, 4)
     assert validate_llm.layout(run) == {"tensor_parallel": 1, "pipeline_parallel": 2, "context_parallel": 1,
-                                        "expert_parallel": 1, "data_parallel": 4}
+                                        "expert_parallel": 1, "data_parallel": 4, "fsdp": False}
     assert _run("LLAMA2-7B FP8 16 H100 (nemo-long-24.03)").vp == 1  # PP 1: nothing to interleave
 
 
@@ -304,6 +305,23 @@ def test_the_published_megatron_fsdp_layout_with_experts_fits():
     assert row["feasible"] and row["plan"]["fsdp"] and row["memory_gib"] < 78
 
 
+def test_llama_405b_bf16_on_512_h100s_fits_without_recomputation_with_bf16_gradients():
+    """dgxc 25.05 ran Llama 3.1 405B in BF16 on 512 H100s (TP 8, PP 8, VP 8, CP 2, DP 4, micro-batch 1)
+    without recomputation (NeMo's CSV: recompute_layers 0), its gradients in bf16 (NeMo's
+    llama31_405b.py pretrain_performance_optimizations: grad_reduce_in_fp32 = False). By hand, a middle
+    stage (16 layers of 3,187,703,808 parameters over TP 8 = 6,375,407,616 per GPU): weights and
+    gradients 2 bytes each, Adam state 12 bytes over DP × CP = 8, and 8.625 micro-batches in flight
+    ((p·v + p - 1 - 2)/v) of 16 layers of 266,600,448 bytes (4,096 local tokens: 8 h bytes of LayerNorm
+    inputs and outputs over TP, then 2·(q + k + v) + 2·q + 2·2·d_ff + 2·d_ff bytes = 1,593,835,520 over TP,
+    and the fp32 log-sum-exp): 71,855,603,712 bytes = 66.9 GiB, under 78. With fp32 gradients it
+    would need 78.8 GiB and recompute."""
+    row = validate_llm.predict(_run("LLAMA3.1-405B BF16 512 H100 (dgxc-25.05)"))
+    params = 16 * 3_187_703_808 // 8
+    activations = 8.625 * 16 * (8 * 4096 * 16384 / 8 + 1_593_835_520 / 8 + 4 * 128 * 4096 / 8)
+    assert row["plan"]["recompute"] == "none" and row["feasible"]
+    assert row["memory_gib"] * 2**30 == pytest.approx(2 * params + 2 * params + 12 * params / 8 + activations)
+
+
 def test_megatron_lm_table_models_have_its_parameter_counts():
     """The README's model sizes (two significant digits: within 3.5 %; "1.7B" counts 1.754B), from the
     workload built with untied output embeddings (the sizes need them: tied, 177B would be 175.6B)."""
@@ -335,10 +353,14 @@ def test_dgxc_rows_are_their_printed_step_times_and_recipes():
     assert grok.tokens_per_gpu == pytest.approx(1024 * 8192 / (13.433 * 512)) and grok.measured_s == pytest.approx(13.433)
     assert (grok.dp, grok.ep, grok.group) == (8, 8, "H100 MoE")  # 512 / (TP 4 · PP 8 · CP 2)
     assert heldout.recipe_options(grok) == {"grad_bytes": 2, "moe_dispatcher": "alltoall"}
-    # GB200: expert tensor parallelism 4 (launch.sh ET=4); Llama 3.1 8B in BF16: Megatron-LM's fp32 gradients
+    # GB200: expert tensor parallelism 4 (launch.sh ET=4); Llama 3.1 8B in either precision: bf16 gradients
+    # (NeMo's llama3_8b.py pretrain_performance_optimizations); DeepSeek-V3: no performance mode, fp32
     assert heldout.recipe_options(_run("Grok1-314B BF16 128 GB200 (dgxc-25.05)"))["expert_tensor_parallel"] == 4
-    assert heldout.recipe_options(_run("LLAMA3.1-8B BF16 8 H100 (dgxc-25.04)")) == {}
+    assert heldout.recipe_options(_run("LLAMA3.1-8B BF16 8 H100 (dgxc-25.04)")) == {"grad_bytes": 2}
     assert heldout.recipe_options(_run("LLAMA3.1-8B FP8 8 H100 (dgxc-25.04)")) == {"grad_bytes": 2}
+    assert heldout.recipe_options(_run("DeepSeekV3 (w/o MTP) BF16 512 H100 (dgxc-25.05)"))["grad_bytes"] == 4
+    # no FSDP: use_mcore_fsdp 0 in NeMo's model_configs_*.csv for every pre-training row read
+    assert {r.fsdp for r in heldout_runs.runs() if r.source.startswith("dgxc-")} == {0}
     # the strong-scaling table: one batch of 512 over 128 and 512 GB200s
     strong = _run("Nemotron-340B FP8 512 GB200 GBS 512 (dgxc-25.05)")
     assert (strong.gbs, strong.measured_s) == (512, pytest.approx(5.668))
