@@ -39,7 +39,11 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   and expert tensor parallelism 4 on GB200 (``launch.sh`` ``ET``); the 24.12 YAML also turns the
   userbuffers off;
 * DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``): the all-to-all dispatcher with token drop,
-  no userbuffers, no multi-token prediction.
+  no userbuffers, and one multi-token prediction module: the script calls ``pretrain_recipe()``,
+  whose ``use_mtp`` defaults to True (``recipes/deepseek_v3.py`` at 7a8f1cc7bc: ``mtp_num_layers=1``);
+  the table's 61 layers are the main model's. Its stages hold ``64/PP - 1`` layers first and
+  ``64/PP - 2`` last (the script's ``num_layers_in_first/last_pipeline_stage``), the split
+  ``uneven_stages = "layout"`` gives for 61 layers with the embedding and the loss as one slot each.
 """
 
 from __future__ import annotations
@@ -118,9 +122,9 @@ DGXC_25_05 = [
     *(_grok("dgxc-25.05", "DGX-H100", p, 512, 4, 8, 2, 8, t) for p, t in (("BF16", 15.933), ("FP8", 13.433))),
     *(_grok("dgxc-25.05", "DGX-GB200", p, g, 4, 1, 1, 1, t, (("expert_tensor_parallel", 4),))
       for p, g, t in (("BF16", 128, 7.325), ("BF16", 512, 7.324), ("FP8", 128, 5.298), ("FP8", 512, 5.193))),
-    *(_step("dgxc-25.05", "DeepSeekV3 (w/o MTP)", "DGX-H100", "BF16", g, 8 * g, 1, 4096, 2, pp, 1, 1, 64, t,
+    *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", g, 8 * g, 1, 4096, 2, pp, 1, 1, 64, t,
             _DEEPSEEK) for g, pp, t in ((512, 8, 48.948), (1024, 16, 52.04))),
-    *(_step("dgxc-25.05", "DeepSeekV3 (w/o MTP)", "DGX-GB200", "BF16", g, 8 * g, 1, 4096, 2, 4, 1, 1, ep, t,
+    *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-GB200", "BF16", g, 8 * g, 1, 4096, 2, 4, 1, 1, ep, t,
             _DEEPSEEK) for g, ep, t in ((128, 32, 34.168), (256, 64, 34.194), (512, 64, 34.274))),
 ]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from optmap.host import load_host
-from optmap.plugins.llm import heldout, heldout_runs
+from optmap.plugins.llm import heldout, heldout_runs, stages
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -358,7 +358,14 @@ def test_dgxc_rows_are_their_printed_step_times_and_recipes():
     assert heldout.recipe_options(_run("Grok1-314B BF16 128 GB200 (dgxc-25.05)"))["expert_tensor_parallel"] == 4
     assert heldout.recipe_options(_run("LLAMA3.1-8B BF16 8 H100 (dgxc-25.04)")) == {"grad_bytes": 2}
     assert heldout.recipe_options(_run("LLAMA3.1-8B FP8 8 H100 (dgxc-25.04)")) == {"grad_bytes": 2}
-    assert heldout.recipe_options(_run("DeepSeekV3 (w/o MTP) BF16 512 H100 (dgxc-25.05)"))["grad_bytes"] == 4
+    assert heldout.recipe_options(_run("DeepSeekV3 (w/ MTP) BF16 512 H100 (dgxc-25.05)"))["grad_bytes"] == 4
+    # DeepSeek-V3 ran NeMo's pretrain_recipe() default, use_mtp=True (one prediction module), over
+    # stages of 64/PP - 1 layers first and 64/PP - 2 last (pretrain_deepseek_v3.py): 3, 4 × 14, 2 for PP 16
+    deepseek = _run("DeepSeekV3 (w/ MTP) BF16 1024 H100 (dgxc-25.05)")
+    assert heldout.MODELS[deepseek.model]["mtp_layers"] == 1 and deepseek.pp == 16
+    cost = validate_llm.spec(deepseek)["cost"]
+    split = stages.split(61, deepseek.pp, 1, cost["uneven_stages"])
+    assert (split.first_device, split.middle_device, split.last_device) == (64 // 16 - 1, 64 // 16, 64 // 16 - 2)
     # no FSDP: use_mcore_fsdp 0 in NeMo's model_configs_*.csv for every pre-training row read
     assert {r.fsdp for r in heldout_runs.runs() if r.source.startswith("dgxc-")} == {0}
     # the strong-scaling table: one batch of 512 over 128 and 512 GB200s
