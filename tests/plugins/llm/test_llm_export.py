@@ -83,3 +83,20 @@ def test_bad_input_is_one_error_line(saved, capsys, tmp_path):
     (tmp_path / "x.json").write_text("{}")
     assert main(["export", str(tmp_path / "x.json"), "--to", "megatron"]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_the_priced_gradient_type_is_exported(saved, capsys, tmp_path):
+    """fp32 main gradients are Megatron-LM's --bf16 default (arguments.py: accumulate and all-reduce in
+    fp32 unless --grad-reduce-in-bf16), so the default plan writes no flag; a plan priced with
+    grad_bytes = 2 (NeMo's and Megatron-Bridge's performance recipes) writes --grad-reduce-in-bf16 and,
+    for DeepSpeed, data_types.grad_accum_dtype = "bf16" (BF16_Optimizer accumulates in fp32 otherwise)."""
+    capsys.readouterr()
+    assert main(["export", str(saved / "r.json"), "--to", "megatron"]) == 0
+    assert "--grad-reduce-in-bf16" not in capsys.readouterr().out
+    (tmp_path / "p.toml").write_text(PROBLEM.replace('model = "megatron-3d"', 'model = "megatron-3d"\ngrad_bytes = 2'))
+    assert main(["run", str(tmp_path / "p.toml"), *FIX, "--json", str(tmp_path / "r.json")]) == 0
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "r.json"), "--to", "megatron"]) == 0
+    assert "--grad-reduce-in-bf16" in [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
+    assert main(["export", str(tmp_path / "r.json"), "--to", "deepspeed", "--out", str(tmp_path / "ds.json")]) == 0
+    assert json.loads((tmp_path / "ds.json").read_text())["data_types"] == {"grad_accum_dtype": "bf16"}
