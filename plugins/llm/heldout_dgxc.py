@@ -30,9 +30,10 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   FP8 sets it again (``set_primary_perf_configs``). The NeMo-Launcher recipes of 24.12 say
   ``grad_sync_dtype: bf16``. DeepSeek-V3's script calls ``pretrain_recipe()`` without the performance
   mode (7a8f1cc7bc) and keeps the fp32 default;
-* no FSDP (FSDP 0): the ``use_mcore_fsdp`` column of NeMo's ``model_configs_h100.csv`` /
-  ``model_configs_gb200.csv`` is 0 for every pre-training row at those commits (``launch.sh`` passes
-  ``-fsdp 0``), and the NeMo-Launcher YAMLs say ``fsdp: false``;
+* no FSDP (FSDP 0): the ``use_mcore_fsdp`` column of NeMo's ``model_configs_h100.csv`` is 0 for every
+  pre-training row at those commits, and where ``model_configs_gb200.csv`` says 1 (Llama 3.1 405B and
+  Nemotron-4 340B at b4148d2169) the releases' ``launch.sh`` passes ``-fsdp 0`` (``FSDP=${FSDP:-0}``); the
+  NeMo-Launcher YAMLs say ``fsdp: false``;
 * Grok-1 (``MixtralConfig8x7B`` widened: 64 layers, 6,144, 48 heads, 8 groups, 8 experts of 32,768,
   top 2, the Llama 3 tokenizer) runs the all-to-all dispatcher with capacity factor 1, padded
   (``MegatronTokenDropCallback``; the 24.12 YAML alike), gradients in bf16 for both precisions,
