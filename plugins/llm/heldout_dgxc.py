@@ -38,7 +38,8 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   top 2, the Llama 3 tokenizer) runs the all-to-all dispatcher with capacity factor 1, padded
   (``MegatronTokenDropCallback``; the 24.12 YAML alike), gradients in bf16 for both precisions,
   and expert tensor parallelism 4 on GB200 (``launch.sh`` ``ET``); the 24.12 YAML also turns the
-  userbuffers off;
+  userbuffers off and keeps 16-bit parameters beside the FP8 weights (``fp8_params: false``:
+  ``fp8_param_gather = false``);
 * DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``): the all-to-all dispatcher with token drop,
   no userbuffers, and one multi-token prediction module: the script calls ``pretrain_recipe()``,
   whose ``use_mtp`` defaults to True (``recipes/deepseek_v3.py`` at 7a8f1cc7bc: ``mtp_num_layers=1``);
@@ -101,7 +102,7 @@ DGXC_25_04 = [
       for p, g, t in (("BF16", 512, 4.39), ("BF16", 1024, 4.41), ("FP8", 512, 2.97), ("FP8", 1024, 3.0))),
     *(_step("dgxc-25.04", "GPT3-175B", "DGX-H100", p, g, 2 * g, 1, 2048, 4, 8, 1, 6, 1, t)
       for p, g, t in (("BF16", 128, 8.309), ("BF16", 1024, 8.453), ("FP8", 128, 5.626), ("FP8", 1024, 5.82))),
-    *(_grok("dgxc-25.04", "DGX-H100", p, 1024, 4, 8, 2, 8, t, (("tp_comm_overlap", False),))
+    *(_grok("dgxc-25.04", "DGX-H100", p, 1024, 4, 8, 2, 8, t, (("tp_comm_overlap", False), ("fp8_param_gather", False)))
       for p, t in (("BF16", 21.2), ("FP8", 17.01))),
 ]
 
