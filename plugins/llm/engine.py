@@ -99,7 +99,7 @@ def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes
         raw = [CATEGORIES[name].index(r) for r in allowed[name]] if name in CATEGORIES else list(allowed[name])
         values[name] = np.array(raw).reshape(shape)
     values = {k: values[k] for k in DECISIONS}  # the space's order
-    cols = model.score(model.plan_arrays(values))
+    cols = model.score(model.plan_arrays(values), breakdown=False)
     t, shards = values["tensor_parallel"], values["data_parallel"] * values["context_parallel"]
     fsdp = values["fsdp"].astype(bool)
     distinct = np.ones((S, *[1] * len(AXES)), bool)

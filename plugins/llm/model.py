@@ -309,8 +309,9 @@ class Megatron3DCostModel(CostModel):
         return inputs.Links(**links, **expert_links(self.system, plans.tp, plans.dp * plans.cp, plans.pp, plans.ep,
                                                     int(self.options.expert_tensor_parallel)))
 
-    def score(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
-        """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory)."""
+    def score(self, plans: inputs.Plans, breakdown: bool = True) -> dict[str, np.ndarray]:
+        """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory);
+        ``breakdown`` false: without the memory parts (a search's columns)."""
         bad = self.validity(plans)
         invalid = bad["gpus"] | bad["batch"] | bad["interleaving"] | bad["stages"] | bad["context"] | bad["experts"] \
             | bad["overlap"]
@@ -318,14 +319,14 @@ class Megatron3DCostModel(CostModel):
         safe = inputs.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
                                "ep": np.where(bad["experts"], 1.0, plans.ep)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
-                              linear=self.linear_device)
+                              linear=self.linear_device, breakdown=breakdown)
         out["feasible"] = out["feasible"] & ~invalid
         out["memory_gib"] = out["memory"] / GIB
         out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
         return out
 
     def evaluate_batch(self, X: np.ndarray) -> dict[str, np.ndarray]:
-        cols = self.score(self.plan_arrays(self.values(X)))
+        cols = self.score(self.plan_arrays(self.values(X)), breakdown=False)
         n = len(np.atleast_2d(X))
         return {k: np.broadcast_to(np.asarray(cols[k]), (n,)) for k in (*self.metrics, "feasible")}
 

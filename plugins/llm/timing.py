@@ -196,9 +196,12 @@ def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, b
 
 
 def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev: Device,
-             memory_capacity: float, opts: Options = Options(), linear: Device | None = None) -> dict[str, np.ndarray]:
+             memory_capacity: float, opts: Options = Options(), linear: Device | None = None,
+             breakdown: bool = True) -> dict[str, np.ndarray]:
     """Iteration time with its parts and memory per GPU with its parts, per plan (SI units);
-    ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`)."""
+    ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`);
+    ``breakdown`` false leaves out the memory parts (``memory_weights`` ...), which a search of
+    millions of plans never reads: the total, the host bytes and feasibility stay."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     cp = np.asarray(plans.cp, float)
@@ -380,17 +383,18 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         return {"weights": weights, "copies": copies, "gradients": gradients, "state": state,
                 "activations": activations, "copy": copy, "total": total, "host": host}
 
-    peak = fullest([footprint(*stage) for stage in by_stage], present)
+    peak = fullest([footprint(*stage) for stage in by_stage], present,
+                   None if breakdown else ("total", "activations", "host"))
     gpus = t * p * d * cp
+    memory_parts = {"memory_weights": peak["weights"], "memory_weight_copies": peak["copies"],
+                    "memory_gradients": peak["gradients"], "memory_optimizer": peak["state"],
+                    "memory_activations": peak["activations"], "memory_step_copy": peak["copy"],
+                    "memory_host": peak["host"]} if breakdown else {}
     return {
         "time": time, **parts,
         "throughput": batch * s / time,  # tokens per second
         "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
         "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12,
-        "gpus": gpus,
-        "memory_weights": peak["weights"], "memory_weight_copies": peak["copies"],
-        "memory_gradients": peak["gradients"], "memory_optimizer": peak["state"],
-        "memory_activations": peak["activations"], "memory_step_copy": peak["copy"],
-        "memory": peak["total"], "memory_host": peak["host"],
+        "gpus": gpus, **memory_parts, "memory": peak["total"],
         "feasible": (peak["total"] <= memory_capacity - opts.memory_reserve) & (peak["host"] <= opts.host_memory),
     }

@@ -37,3 +37,30 @@ def test_llama_405b_interleaved_peak_is_a_middle_stage_by_hand():
     weights = {row["part"]: row["GiB"] for row in r.tables["memory_per_gpu"]}["weights (16-bit)"]
     layer = m.config.layer_params / 8  # one layer's parameters per tensor-parallel rank
     assert weights * 2**30 == pytest.approx(2 * 16 * layer, rel=1e-9)
+
+
+def test_summed_adds_terms_of_any_broadcast_shape():
+    # a (2, 3) grid, a row, a column and a scalar, added by hand
+    terms = [np.arange(6.0).reshape(2, 3), np.ones((1, 3)), 2.0, np.array([[10.0], [20.0]])]
+    assert footprint.summed(terms).tolist() == [[13.0, 14.0, 15.0], [26.0, 27.0, 28.0]]
+    assert footprint.summed(iter([1, 2])).shape == ()  # scalars stay a 0-d float
+
+
+def test_a_search_without_the_memory_breakdown_scores_the_same_plans():
+    """The search leaves the memory parts out (timing.evaluate(breakdown=False)); time, the total
+    memory and feasibility are those of the full evaluation, plan by plan."""
+    from optmap.plugins.llm.engine import plan_table, score_all, enumerate_shapes
+    problem = build_problem({
+        "workload": {"model": "transformer", "preset": "llama3-8b", "batch": 64, "dtype": "bf16"},
+        "system": {"topology": "dgx-h100", "groups": [{"accelerator": "h100-sxm", "count": 16}]},
+        "cost": {"model": "megatron-3d"}, "search": {"engine": "megatron-3d"}})
+    model = problem.cost_model
+    allowed = {v.name: np.array([v.pinned] if v.is_pinned else list(v.choices), dtype=object)
+               for v in problem.space.variables}
+    values, lean, _ = score_all(model, allowed, enumerate_shapes(model, allowed))
+    full = model.score(model.plan_arrays(values))
+    assert "memory_weights" not in lean and "memory_weights" in full
+    for name in ("time", "memory", "feasible"):
+        a, b = np.broadcast_arrays(lean[name], full[name])
+        assert np.array_equal(a, b), name
+    assert plan_table(model, allowed)[1]["time"].size > 100
