@@ -353,7 +353,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     working = np.where(rc == memory.MOE, routed, 0.0) + np.where(rc == memory.FULL, memory.layer_activations(
         cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes, opts.attention, opts.fused_swiglu, routed), 0.0)
     logits = (1.0 + cfg.mtp_layers) * 6.0 * s * bt * vocab / t  # and each prediction module's
-    first_act = held(layout.first_device, memory.in_flight_micro_batches(p, v, m)) + embedding_masks
+    first_in_flight = memory.in_flight_micro_batches(p, v, m)
+    first_act = held(layout.first_device, first_in_flight) + embedding_masks
     # (layers, dense parameters, activations) of the first, a middle (the second: one micro-batch fewer in
     # flight than the first) and the last stage; one stage holds the embedding and the logits both
     by_stage = [(layout.first_device, (layout.first_device * dense_layer + emb_params) / t,
@@ -363,6 +364,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
               (layout.last_device, (layout.last_device * dense_layer + emb_params) / t,
                held(layout.last_device, 1.0) + logits)]
     present = [True, middle, p > 1]  # the first stage always; a middle one with p > 2; the last with p > 1
+    resident = offload.resident_state(layer_params, shards, sharded)  # what an offloading stage keeps, any stage
 
     def footprint(layers, dense, activations):  # one stage's bytes per GPU, by part
         experts = layers * expert_layer / (ep * etp)
@@ -372,8 +374,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
             weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), sharding.static_bytes(
                 experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, opts.grad_bytes)))
         host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
-                                  layout.first_device * memory.in_flight_micro_batches(p, v, m))
-        state = np.where(off_opt, offload.resident_state(layer_params, shards, sharded), state)
+                                  layout.first_device * first_in_flight)
+        state = np.where(off_opt, resident, state)
         copy = np.where(off_opt, 0.0, copy)  # the offloaded step runs on the host
         # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
         copies = opts.weight_copy_bytes * (layers * dense_layer / t + experts)
