@@ -53,7 +53,8 @@ def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: in
 
 
 def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float, *,
-                   source: str = "nemo-long-24.03", model: str = "LLAMA2-7B", system: str = "DGX-H100") -> HeldOutRun:
+                   source: str = "nemo-long-24.03", model: str = "LLAMA2-7B", system: str = "DGX-H100",
+                   fsdp: int | None = 0) -> HeldOutRun:
     """A row of NeMo's long-sequence tables: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
     seq = k * 1024
     # NeMo's count for its Llama tables (``nemo/utils/flops_formulas.py`` ``llama2`` and ``llama3`` at f0bf77bcf7 of
@@ -61,9 +62,8 @@ def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: i
     # 6251117f4c of 2025-08) is Megatron-LM's, gated, without the causal half; NeMo Llama2Config7B, Llama3Config8B
     shape = (32, 4096, 32, 32, 128, 11008, 32000) if model == "LLAMA2-7B" else (32, 4096, 32, 8, 128, 14336, 128256)
     tokens = tflops * 1e12 / megatron_flops_per_token(*shape, seq, causal=False)
-    # NeMo 24.03 (NeMo 1) trains without FSDP unless a config turns it on (``megatron_base_model.py``:
-    # ``cfg.get('fsdp', False)``; NeMo-Launcher 24.03's llama2_7b.yaml does not): FSDP 0; 25.04's page names no recipe
-    fsdp = 0 if source == "nemo-long-24.03" else None
+    # ``fsdp`` 0 for NeMo 24.03 (NeMo 1), which trains without FSDP unless a config turns it on
+    # (``megatron_base_model.py``: ``cfg.get('fsdp', False)``; NeMo-Launcher 24.03's llama2_7b.yaml does not)
     run = HeldOutRun(source, model, system, "FP8", gpus, gbs, None, seq, tp, pp, cp,
                      1 if pp == 1 else None, 1, fsdp, tokens, tflops)
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
@@ -80,7 +80,8 @@ NEMO_LONG_24_03 = [_long_sequence(*row) for row in [
 # NeMo 25.04.rc2 long sequences, DGX-B200, FP8, LLAMA3-8B: the table as first published (14d427f575, 2025-04-28),
 # whose GPU counts are TP × CP × DP; its rewrite (19fadb67b0) prints the H100 table's GPU counts (8K on 8 GPUs)
 # beside the same TP, PP, DP and CP, four times their product, and the same TFLOP/s
-NEMO_LONG_25_04 = [_long_sequence(*row, source="nemo-long-25.04", model="LLAMA3-8B", system="DGX-B200") for row in [
+NEMO_LONG_25_04 = [_long_sequence(*row, source="nemo-long-25.04", model="LLAMA3-8B", system="DGX-B200", fsdp=None)
+                   for row in [  # its page names no recipe: FSDP unstated
     (8, 2, 512, 1, 1, 2, 1, 1671), (16, 4, 256, 1, 1, 4, 1, 1717), (32, 8, 128, 1, 1, 4, 2, 1624),
     (64, 16, 64, 1, 1, 4, 4, 1600), (128, 32, 32, 2, 1, 4, 4, 1588), (256, 64, 16, 4, 1, 4, 4, 1590),
     (512, 128, 8, 4, 1, 4, 8, 1619), (1024, 256, 4, 4, 1, 4, 16, 1608),
