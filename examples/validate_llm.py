@@ -191,6 +191,8 @@ def planner_choice(row: dict) -> str:
     # an unpublished micro-batch or interleaving, as the planner chose it
     chosen = [f"{short} {int(p[key])}" for key, short in (("microbatch_size", "mb"), ("interleaving", "v"))
               if key not in row["layout"] and key in p]
+    if "grad_bytes" not in row.get("recipe", {}) and "grad_reduce_in_fp32" in p:  # the planner's gradients
+        chosen.append("fp32 grads" if p["grad_reduce_in_fp32"] else "bf16 grads")
     recipe = [f"{k} = {v}" for k, v in row.get("recipe", {}).items()]  # pinned from the run's recipe
     return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in chosen) + "".join(f"; {x}" for x in recipe)
 

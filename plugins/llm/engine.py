@@ -1,13 +1,14 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
 The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving,
-context parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp splitting the sequence in
-2·cp chunks), then the micro-batch sizes that divide each replica's batch,
-then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`). Each
-shape is priced once and broadcast over the recompute and switch settings (an array ``[shapes,
-recompute, sequence_parallel, optimizer_sharding, dp_overlap, fsdp, offload]``), so the costly
-GEMM and link pricing runs once per shape and only the final sums run per plan. A switch that
-cannot act (sequence parallelism at t = 1, sharding or overlap at d·cp = 1, FSDP at d·cp = 1,
+context, expert parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp splitting the sequence
+in 2·cp chunks), then the micro-batch sizes that divide each replica's batch, then the interleaving
+degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`), then the expert sizes that
+fold into the stage (and for a MoE model its one sequence-parallel setting, :func:`keys`). Each shape
+is priced once and broadcast over the recompute and switch settings (an array ``[shapes, recompute,
+sequence_parallel, optimizer_sharding, dp_overlap, fsdp, offload, grad_reduce_in_fp32]``), so
+the costly GEMM and link pricing runs once per shape and only the final sums run per plan. A switch
+that cannot act (sequence parallelism at t = 1, sharding or overlap at d·cp = 1, FSDP at d·cp = 1,
 optimizer sharding beside FSDP, which shards it already) counts once, off, unless the space
 allows only "on". Choices come from the evaluator's space, so pinned decisions (``[fix]``,
 ``--fix``) are honoured.
@@ -32,7 +33,16 @@ from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
 
 SHAPE = (*DECISIONS[:5], "context_parallel", "expert_parallel")  # tensor, pipeline, data, micro-batch,
 # interleaving, context, expert: each shape priced once
-AXES = ("recompute", *SWITCHES, "fsdp", "offload")  # the axes each shape is broadcast over
+AXES = ("recompute", *SWITCHES, "fsdp", "offload", "grad_reduce_in_fp32")  # the axes each shape is broadcast over
+
+
+def keys(model: Megatron3DCostModel) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(shape decisions, broadcast axes) of a model's plans: a MoE model needs sequence parallelism
+    wherever t > 1 and cannot use it at t = 1, so each shape has one setting and it is a shape
+    decision (half the plans to sum); a dense model broadcasts it as an axis."""
+    if model.config.moe is None:
+        return SHAPE, AXES
+    return (*SHAPE, "sequence_parallel"), tuple(a for a in AXES if a != "sequence_parallel")
 
 
 def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -71,7 +81,13 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
     tdc = c["tensor_parallel"][it] * c["data_parallel"][id_] * c["context_parallel"][ic]
     etp = model.options.expert_tensor_parallel
     r, ie = np.nonzero(np.mod(tdc[:, None], c["expert_parallel"][None, :] * etp) == 0)
-    return dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ic[r], ie)))
+    shapes = dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ic[r], ie)))
+    if model.config.moe is None:
+        return shapes
+    # a MoE model's sequence parallelism (:func:`keys`): on at t > 1, off at t = 1 unless only on is allowed
+    t, on = c["tensor_parallel"][shapes["tensor_parallel"]][:, None], allowed["sequence_parallel"].astype(bool)[None, :]
+    r, isp = np.nonzero(((t > 1) & on) | ((t == 1) & (~on | on.all())))
+    return {**{k: v[r] for k, v in shapes.items()}, "sequence_parallel": isp}
 
 
 def has_data_parallel_twin(c: dict[str, np.ndarray], d, b, cp) -> np.ndarray:
@@ -90,25 +106,27 @@ def has_data_parallel_twin(c: dict[str, np.ndarray], d, b, cp) -> np.ndarray:
 
 
 def score_all(model: Megatron3DCostModel, allowed: dict[str, np.ndarray], shapes: dict[str, np.ndarray]):
-    """Score columns broadcast over ``[shapes, *AXES]`` and the mask of distinct plans."""
-    S, n = len(shapes["tensor_parallel"]), 1 + len(AXES)
-    values = {k: allowed[k][shapes[k]].astype(float).reshape(S, *[1] * len(AXES)) for k in SHAPE}
-    for axis, name in enumerate(AXES, start=1):
+    """Score columns broadcast over ``[shapes, *axes]`` (:func:`keys`) and the mask of distinct plans."""
+    shape_keys, axes = keys(model)
+    S, n = len(shapes["tensor_parallel"]), 1 + len(axes)
+    values = {k: allowed[k][shapes[k]].astype(bool if k == "sequence_parallel" else float).reshape(S, *[1] * len(axes))
+              for k in shape_keys}
+    for axis, name in enumerate(axes, start=1):
         shape = [1] * n
         shape[axis] = len(allowed[name])
         raw = [CATEGORIES[name].index(r) for r in allowed[name]] if name in CATEGORIES else list(allowed[name])
         values[name] = np.array(raw).reshape(shape)
     values = {k: values[k] for k in DECISIONS}  # the space's order
     cols = model.score(model.plan_arrays(values), breakdown=False)
-    t, shards = values["tensor_parallel"], values["data_parallel"] * values["context_parallel"]
+    shards = values["data_parallel"] * values["context_parallel"]
     fsdp = values["fsdp"].astype(bool)
-    distinct = np.ones((S, *[1] * len(AXES)), bool)
-    for name, inert in (("sequence_parallel", t == 1), ("optimizer_sharding", (shards == 1) | fsdp),
-                        ("dp_overlap", (shards == 1) | fsdp), ("fsdp", shards == 1)):
+    distinct = np.ones((S, *[1] * len(axes)), bool)
+    idle = {"optimizer_sharding": (shards == 1) | fsdp, "dp_overlap": (shards == 1) | fsdp, "fsdp": shards == 1}
+    if "sequence_parallel" in axes:  # (a MoE model's is set per shape, :func:`enumerate_shapes`)
+        idle["sequence_parallel"] = values["tensor_parallel"] == 1
+    for name, inert in idle.items():
         if False in list(allowed[name]):  # "on" where it cannot act duplicates "off"
             distinct = distinct & ~(inert & values[name].astype(bool))
-    if model.config.moe is not None:  # MoE with t > 1 needs sequence parallelism (:mod:`.moe`)
-        distinct = distinct & ~((t > 1) & ~values["sequence_parallel"].astype(bool))
     return values, cols, distinct
 
 
@@ -119,11 +137,12 @@ def plan_table(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> tu
     if not len(shapes["tensor_parallel"]):
         return {k: np.empty(0) for k in DECISIONS}, {}
     values, cols, distinct = score_all(model, allowed, shapes)
-    full = np.broadcast_shapes(distinct.shape, *(np.shape(c) for c in cols.values()),
+    full = np.broadcast_shapes(distinct.shape, *(np.shape(cols[k]) for k in cols),
                                *(np.shape(v) for v in values.values()))
     keep = np.broadcast_to(distinct, full)
+    names = {*cols, *model.metrics}  # the derived metrics too (:class:`.footprint.Columns`)
     return ({k: np.broadcast_to(v, full)[keep] for k, v in values.items()},
-            {k: np.broadcast_to(c, full)[keep] for k, c in cols.items()})
+            {k: np.broadcast_to(cols[k], full)[keep] for k in names})
 
 
 def objectives(evaluator: Evaluator, column) -> tuple[np.ndarray, np.ndarray]:
@@ -156,14 +175,15 @@ def pareto_rows(F: np.ndarray, chunk: int = 256) -> np.ndarray:
 
 
 class Grid:
-    """The distinct valid plans of ``shapes`` broadcast over :data:`AXES` (the first ``budget``),
+    """The distinct valid plans of ``shapes`` broadcast over their axes (:func:`keys`; the first ``budget``),
     scored: objectives ``F`` and ``violation`` per plan, and their decisions on demand."""
 
     def __init__(self, model, evaluator: Evaluator, allowed: dict, shapes: dict, budget: int | None) -> None:
         values = {k: v for k, (v, _) in allowed.items()}
         _, self.cols, distinct = score_all(model, values, shapes)
         self.allowed, self.shapes = allowed, shapes
-        self.full = (len(shapes["tensor_parallel"]), *(len(allowed[a][0]) for a in AXES))
+        self.shape_keys, self.axes = keys(model)
+        self.full = (len(shapes["tensor_parallel"]), *(len(allowed[a][0]) for a in self.axes))
         self.flat = np.flatnonzero(np.broadcast_to(distinct, self.full))
         self.valid = len(self.flat)
         if budget is not None:  # a budget scores the first plans only
@@ -184,8 +204,8 @@ class Grid:
     def decisions(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """Decision values (categories as indices) of plans ``idx``."""
         where = self.where(idx)
-        out = {k: self.allowed[k][0][self.shapes[k][where[0]]] for k in SHAPE}
-        for i, name in enumerate(AXES, start=1):
+        out = {k: self.allowed[k][0][self.shapes[k][where[0]]] for k in self.shape_keys}
+        for i, name in enumerate(self.axes, start=1):
             out[name] = self.allowed[name][0][where[i]]
         for name, labels in CATEGORIES.items():
             out[name] = np.array([labels.index(r) for r in out[name]], dtype=np.int64)
@@ -194,8 +214,8 @@ class Grid:
     def vectors(self, idx: np.ndarray) -> np.ndarray:
         """The space vectors (choice indices) of plans ``idx``."""
         where = self.where(idx)
-        codes = {k: self.allowed[k][1][self.shapes[k][where[0]]] for k in SHAPE}
-        codes.update({name: self.allowed[name][1][where[i]] for i, name in enumerate(AXES, start=1)})
+        codes = {k: self.allowed[k][1][self.shapes[k][where[0]]] for k in self.shape_keys}
+        codes.update({name: self.allowed[name][1][where[i]] for i, name in enumerate(self.axes, start=1)})
         return np.column_stack([codes[k] for k in DECISIONS]).astype(float)
 
 
@@ -212,7 +232,7 @@ def describe(model: Megatron3DCostModel, values: dict[str, np.ndarray], cols: di
                      "dp overlap": bool(values["dp_overlap"][i]), "cp": int(values["context_parallel"][i]),
                      **({"expert": int(values["expert_parallel"][i])} if model.config.moe else {}),
                      "fsdp": bool(values["fsdp"][i]), "offload": offload.OFFLOAD[int(values["offload"][i])],
-                     "time s": float(cols["time"][i]),
+                     "fp32 grads": bool(values["grad_reduce_in_fp32"][i]), "time s": float(cols["time"][i]),
                      "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
     return rows
 
@@ -265,8 +285,8 @@ class Megatron3DSearch(SearchEngine):
 
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:
-        """The rule the pinned plan breaks when every shape decision is pinned (the switches cannot
-        make a shape valid), else the general advice."""
+        """The rule the pinned plan breaks when every size is pinned (the switches cannot make a shape
+        valid), else the general advice."""
         space = evaluator.space
         if set(SHAPE) <= set(space.pinned):
             return model.evaluate(space.decode(space.lower)).reason

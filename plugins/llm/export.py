@@ -26,7 +26,7 @@ instead, :mod:`.offload`); activation offloading is ``--cpu-offloading-num-layer
 ``fsdp`` is ZeRO stage 3, optimizer offloading ``zero_optimization.offload_optimizer``, activation
 offloading with full recomputation ``activation_checkpointing.cpu_checkpointing``; context
 parallelism has no DeepSpeed equivalent (DeepSpeed-Ulysses is an all-to-all over heads). The main
-gradients' type the plan was priced with (cost option ``grad_bytes``) is written where it is not the
+gradients' type of the plan (decision ``grad_reduce_in_fp32``) is written where it is not the
 framework's default: ``--grad-reduce-in-bf16`` (bf16 gradients), ``--accumulate-allreduce-grads-in-fp32``
 (fp32 gradients with ``--fp16``), DeepSpeed's ``data_types.grad_accum_dtype = "bf16"``.
 """
@@ -108,7 +108,7 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--no-gradient-accumulation-fusion", None))
     rec = model.recipe.name
     args.append(("--fp16", None) if rec == "fp16" else ("--bf16", None))
-    args += _gradient_flags(rec, model.options.grad_bytes)
+    args += _gradient_flags(rec, plan.get("grad_reduce_in_fp32", rec != "fp16"))
     if rec == "fp8":
         args += [("--fp8-format", "hybrid"),  # per-tensor scaling: delayed (amax history) or current
                  ("--fp8-recipe", "tensorwise" if model.options.fp8_scaling == "current" else "delayed")]
@@ -143,13 +143,13 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     return " \\\n".join(lines) + "\n", notes
 
 
-def _gradient_flags(rec: str, grad_bytes: float) -> list[tuple[str, object]]:
-    """The main gradients' type as priced (cost option ``grad_bytes``): Megatron-LM keeps them in fp32 with
+def _gradient_flags(rec: str, fp32: bool) -> list[tuple[str, object]]:
+    """The main gradients' type of the plan (``grad_reduce_in_fp32``): Megatron-LM keeps them in fp32 with
     ``--bf16`` unless ``--grad-reduce-in-bf16``, and in the parameters' fp16 with ``--fp16`` unless
     ``--accumulate-allreduce-grads-in-fp32`` (``megatron/training/arguments.py``)."""
     if rec == "fp16":
-        return [("--accumulate-allreduce-grads-in-fp32", None)] if grad_bytes > 2 else []
-    return [("--grad-reduce-in-bf16", None)] if grad_bytes <= 2 else []
+        return [("--accumulate-allreduce-grads-in-fp32", None)] if fp32 else []
+    return [] if fp32 else [("--grad-reduce-in-bf16", None)]
 
 
 def _moe_flags(model) -> list[tuple[str, object]]:
@@ -183,7 +183,7 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     config: dict = {"train_batch_size": model.batch, "train_micro_batch_size_per_gpu": b,
                     "gradient_accumulation_steps": model.batch // (d * b)}
     config["fp16" if rec == "fp16" else "bf16"] = {"enabled": True}
-    if rec != "fp16" and model.options.grad_bytes <= 2:  # BF16_Optimizer accumulates in fp32 by default
+    if rec != "fp16" and not plan.get("grad_reduce_in_fp32", True):  # BF16_Optimizer accumulates in fp32 by default
         config["data_types"] = {"grad_accum_dtype": "bf16"}
     cp, fsdp, offload = plan.get("context_parallel", 1), plan.get("fsdp", False), plan.get("offload", "none")
     stage = 3 if fsdp and d * cp > 1 else 1 if plan["optimizer_sharding"] and d * cp > 1 else 0

@@ -18,20 +18,24 @@ def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
 # No FSDP column; NeMo 1 trains without it unless a config says ``fsdp: True`` (``megatron_base_model.py``:
 # ``cfg.get('fsdp', False)``) and none of NeMo-Launcher 24.07's training configs for these models does: FSDP 0.
 # Nemotron-4 340B's config reduces gradients in bf16 (``launcher_scripts/conf/training/nemotron/nemotron_340b.yaml``:
-# ``grad_sync_dtype: bf16``; the others keep Apex DistributedFusedAdam's fp32 default)
+# ``grad_sync_dtype: bf16``); the GPT3-5B, 20B, Llama and Nemotron 8B / 22B configs set no ``grad_sync_dtype``
+# and keep NeMo 1's fp32 (``megatron_gpt_model.py``: ``grad_sync_dtype`` default 'fp32'): ``grad_bytes = 4``;
+# GPT3-175B's two configs disagree (``175b.yaml`` none, ``175b_fp8.yaml`` bf16) and neither has the table's
+# layout (TP 4, VP 6): the planner chooses
+_BF16_GRADS, _FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
 NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
-    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, 0, 23406, 765),
-    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, 0, 5851, 750),
+    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, 0, 23406, 765, "", _FP32_GRADS),
+    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, 0, 5851, 750, "", _FP32_GRADS),
     ("GPT3-175B", "FP8", 128, 256, 1, 2048, 4, 8, 1, 6, 1, 0, 716, 771),
     ("GPT3-175B", "FP8", 512, 2048, 2, 2048, 4, 8, 1, 6, 1, 0, 825, 888),
-    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, 0, 16934, 780),
-    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, 0, 8715, 760),
-    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, 0, 1728, 768),
-    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, 0, 12507, 643),
-    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, 0, 4312, 562),
-    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, 0, 326, 686, "", (("grad_bytes", 2),)),
-    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, 0, 12273, 711),
-    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, 0, 1524, 734),
+    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, 0, 16934, 780, "", _FP32_GRADS),
+    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, 0, 8715, 760, "", _FP32_GRADS),
+    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, 0, 1728, 768, "", _FP32_GRADS),
+    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, 0, 12507, 643, "", _FP32_GRADS),
+    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, 0, 4312, 562, "", _FP32_GRADS),
+    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, 0, 326, 686, "", _BF16_GRADS),
+    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, 0, 12273, 711, "", _FP32_GRADS),
+    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, 0, 1524, 734, "", _FP32_GRADS),
 ])
 
 
@@ -64,8 +68,9 @@ def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: i
     tokens = tflops * 1e12 / megatron_flops_per_token(*shape, seq, causal=False)
     # ``fsdp`` 0 for NeMo 24.03 (NeMo 1), which trains without FSDP unless a config turns it on
     # (``megatron_base_model.py``: ``cfg.get('fsdp', False)``; NeMo-Launcher 24.03's llama2_7b.yaml does not)
+    # NeMo-Launcher 24.03.01's llama2_7b.yaml sets no ``grad_sync_dtype``: NeMo 1's fp32 (the 25.04 page names no recipe)
     run = HeldOutRun(source, model, system, "FP8", gpus, gbs, None, seq, tp, pp, cp,
-                     1 if pp == 1 else None, 1, fsdp, tokens, tflops)
+                     1 if pp == 1 else None, 1, fsdp, tokens, tflops, "", _FP32_GRADS if source == "nemo-long-24.03" else ())
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
     return run
 
@@ -209,8 +214,9 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 
 
 _ZOO = "moe-modelzoo"
-# its model_configs and scripts never set --tp-comm-overlap (Megatron-LM's default: off)
-_NO_TP_OVERLAP = (("tp_comm_overlap", False),)
+# its model_configs and scripts never set --tp-comm-overlap (Megatron-LM's default: off) nor
+# --grad-reduce-in-bf16 (Megatron-LM's bf16 default: fp32 gradients)
+_NO_TP_OVERLAP = (("tp_comm_overlap", False),) + _FP32_GRADS
 _DEEPEP = _NO_TP_OVERLAP + (("moe_dispatcher", "deepep"),)
 _ALLTOALL = _NO_TP_OVERLAP + (("moe_dispatcher", "alltoall"),)
 
@@ -258,13 +264,14 @@ def _mlm(size: str, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> Hel
     """A row of Megatron-LM's model table (BF16, sequence 4,096; no micro-batch or interleaving printed:
     ``None``, the planner's), its model from :data:`.heldout.MODELS`, its tokens/s through Megatron-LM's
     count of 2024 (the full square); FSDP 0: Megatron-Core r0.8.0 has none (no FSDP argument in
-    ``megatron/training/arguments.py`` before core_r0.10.0)."""
+    ``megatron/training/arguments.py`` before core_r0.10.0); fp32 gradients: its ``--bf16`` sets
+    ``accumulate_allreduce_grads_in_fp32`` (``arguments.py`` at core_r0.8.0, no ``--grad-reduce-in-bf16``)."""
     cfg = MODELS[f"GPT-{size}"]
     h, heads = cfg["d_model"], cfg["heads"]
     per_token = megatron_flops_per_token(cfg["layers"], h, heads, heads, h // heads, cfg["d_ff"], cfg["vocab"], 4096,
                                          gated=False, causal=False)
     return HeldOutRun("megatron-lm-2024", f"GPT-{size}", "DGX-H100", "BF16", gpus, gbs, None, 4096, tp, pp, 1,
-                      1 if pp == 1 else None, 1, 0, tflops * 1e12 / per_token, tflops)
+                      1 if pp == 1 else None, 1, 0, tflops * 1e12 / per_token, tflops, "", _FP32_GRADS)
 
 
 # Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48; the models'

@@ -27,6 +27,12 @@ class Plans:
     ep: np.ndarray = 1.0  # expert-parallel size (:mod:`.moe`)
     fsdp: np.ndarray = False  # fully sharded data parallel (:mod:`.sharding`)
     offload: np.ndarray = 0  # index into :data:`.offload.OFFLOAD`
+    fp32_grads: np.ndarray = True  # main gradients in fp32 (else the 16-bit type; :func:`grad_bytes`)
+
+    @property
+    def grad_bytes(self) -> np.ndarray:
+        """Bytes per main-gradient element: 4 in fp32, 2 in the 16-bit type (decision ``grad_reduce_in_fp32``)."""
+        return np.where(np.asarray(self.fp32_grads, bool), 4.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -58,13 +64,11 @@ class Links:
 class Options:
     """Modelling choices (documented defaults; see the cost model's options)."""
 
-    grad_bytes: float = 4.0  # bytes per main-gradient element (accumulated and reduced)
     sp_gather_redo: bool = True  # sequence parallelism re-gathers LayerNorm outputs in backward
     scatter_gather: bool = True  # Narayanan §4.1 optimisation of cross-node stage transfers
     tp_overlap: bool = True  # asynchronous TP collectives beside the backward GEMMs (Megatron-LM 2022+)
     tp_comm_overlap: bool = True  # with sp, TP collectives chunked beside their GEMMs (TE userbuffers)
     grad_accumulation_fusion: bool = True  # weight-gradient GEMMs accumulate into the main gradient
-    optimizer_bytes: float = 50.0  # HBM bytes per local parameter of one optimizer step (:func:`optimizer_bytes`)
     loss_bytes_per_logit: float = 16.0  # HBM bytes per logit of the vocab-parallel cross-entropy, fwd
     memory_reserve: float = 2.0 * 2**30  # bytes of each GPU kept for the CUDA context and buffers
     uneven_stages: str = "balanced"  # when the first and last stages hold fewer layers (:mod:`.stages`)

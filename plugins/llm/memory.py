@@ -118,18 +118,18 @@ def in_flight_layers(layers: int, p, v, m) -> np.ndarray:
     return layers / np.asarray(p, dtype=float) * in_flight_micro_batches(p, v, m)
 
 
-def fp32_gradient_copy(grad_bytes: float = GRAD_BYTES) -> float:
+def fp32_gradient_copy(grad_bytes=GRAD_BYTES) -> np.ndarray:
     """Bytes per parameter of the fp32 copy of 16-bit main gradients the optimizer steps on (none when
     they are fp32). Megatron-Core's distributed optimizer makes it at the step
     (``distrib_optimizer.py``, ``copy_group_grads``: ``shard_model_grad.float()``) and frees it in
     ``zero_grad(set_to_none=True)`` before the next forward, so it never meets the activations."""
-    return GRAD_BYTES if grad_bytes < GRAD_BYTES else 0.0
+    return np.where(np.asarray(grad_bytes) < GRAD_BYTES, GRAD_BYTES, 0.0)
 
 
-def static_bytes(params, sharded, d, grad_bytes: float = GRAD_BYTES) -> tuple[np.ndarray, ...]:
+def static_bytes(params, sharded, d, grad_bytes=GRAD_BYTES) -> tuple[np.ndarray, ...]:
     """(weights, gradients, optimizer state, step-time gradient copy) bytes of ``params`` local
     parameters; the state and the copy are split over the ``d`` data-parallel ranks when ``sharded``
-    (Megatron distributed optimizer). ``grad_bytes`` per main-gradient element (the cost option).
+    (Megatron distributed optimizer). ``grad_bytes`` per main-gradient element (per plan: 4 fp32, 2 16-bit).
     Megatron-LM ``docs/distrib_optimizer.md``: 18 bytes per parameter with fp32 gradients (``6 + 12/d``
     distributed), 20 with fp16 ones (``4 + 16/d``) counting the fp32 copy, which lives only during the
     optimizer step (:func:`fp32_gradient_copy`): peak memory takes the larger of it and the activations."""

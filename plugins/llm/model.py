@@ -10,7 +10,9 @@ and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``con
 (ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
 models: the experts split over ranks carved out of tensor × data × context parallelism,
 :mod:`.moe`; only 1 for a dense model), ``fsdp`` (ZeRO-3, :mod:`.sharding`) and ``offload``
-(optimizer state and / or activations to host memory, :mod:`.offload`).
+(optimizer state and / or activations to host memory, :mod:`.offload`) and ``grad_reduce_in_fp32``
+(main gradients accumulated and reduced in fp32, Megatron-LM's default beside bf16 weights, or in
+the 16-bit type as ``--grad-reduce-in-bf16`` and NVIDIA's performance recipes do).
 
 A plan is valid when tensor × pipeline × context × data GPUs fit in the system (``use_all_gpus``: equal
 it), the sequence splits into ``2·cp`` chunks and the attention is fused where ``cp > 1``, data × micro-batch divides the batch, an interleaved schedule (v > 1) has p > 1 and
@@ -53,7 +55,7 @@ MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_
 
 DECISIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "microbatch_size", "interleaving",
              "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap", "context_parallel",
-             "expert_parallel", "fsdp", "offload")
+             "expert_parallel", "fsdp", "offload", "grad_reduce_in_fp32")
 CATEGORIES = {"recompute": memory.RECOMPUTE, "offload": offload.OFFLOAD}  # decisions carried as indices
 SWITCHES = ("sequence_parallel", "optimizer_sharding", "dp_overlap")
 PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": "recomputation",
@@ -64,7 +66,7 @@ PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": 
                "fsdp_comm_s": "FSDP gathers and reduce-scatters", "offload_s": "activation offloading",
                "ep_comm_s": "expert-parallel all-to-all"}
 MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "FP8 weight copies",
-                 "memory_gradients": "main gradients (grad_bytes each)",
+                 "memory_gradients": "main gradients (fp32 or 16-bit: grad_reduce_in_fp32)",
                  "memory_optimizer": "optimizer state (fp32 master, Adam m and v)",
                  "memory_activations": "activations",
                  "memory_step_copy": "fp32 copy of 16-bit gradients (optimizer step only, not beside activations)"}
@@ -73,6 +75,16 @@ GIB = 2.0**30
 
 def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
     return tuple(k for k in range(1, n + 1) if n % k == 0 and k <= limit)
+
+
+def gradient_choices(recipe: str, grad_bytes: float | None) -> tuple[bool, ...]:
+    """Choices of ``grad_reduce_in_fp32``: the pinned ``grad_bytes`` (4: fp32, 2: 16-bit); else both
+    for bf16 and FP8 recipes, fp32 first (Megatron-LM's default for ``--bf16``, ``arguments.py``; its
+    ``--grad-reduce-in-bf16``, and NeMo's and Megatron-Bridge's performance recipes, reduce in bf16),
+    and 16-bit only for fp16 (Megatron-LM's default there; fp32 is a numerics choice, ``grad_bytes = 4``)."""
+    if grad_bytes is not None:
+        return (grad_bytes > 2,)
+    return (False,) if recipe == "fp16" else (True, False)
 
 
 class Megatron3DCostModel(CostModel):
@@ -126,8 +138,9 @@ class Megatron3DCostModel(CostModel):
         """Options: ``max_microbatch`` / ``max_interleaving`` bound those choices; ``use_all_gpus``
         demands tensor × pipeline × data = GPU count (default: a plan may leave GPUs idle, as
         Calculon's search does); ``recompute`` the settings the search may use; ``grad_bytes``
-        per main-gradient element (default 4 for bf16, whose gradients Megatron-LM accumulates in
-        fp32, else 2); ``sp_gather_redo`` sequence parallelism re-gathers LayerNorm outputs in
+        pins the main gradients' bytes per element (decision ``grad_reduce_in_fp32``: 4 its fp32, 2 the 16-bit
+        type; default: with bf16 and FP8 recipes the search chooses, with fp16 16-bit, Megatron-LM's default there);
+        ``sp_gather_redo`` sequence parallelism re-gathers LayerNorm outputs in
         backward (Korthikanti §4.2.2); ``scatter_gather`` Narayanan §4.1; ``tp_overlap`` the
         asynchronous tensor-parallel collectives of Megatron-LM since 2022 (false: 2021's
         synchronous ones); ``tp_comm_overlap`` with sequence parallelism, the collectives chunked
@@ -218,9 +231,7 @@ class Megatron3DCostModel(CostModel):
         self.device, self.linear_device, self.calibrated = devices(acc, rec, workload.dtype, compute, gemm_efficiency,
                                                                    memory_efficiency, fp8_gemm_efficiency)
         self.capacity = acc.memory_bytes
-        grad_bytes = float(grad_bytes or (2 if rec.name == "fp16" else 4))  # fp32 main grads beside bf16 weights
-        self.options = inputs.Options(grad_bytes=grad_bytes, optimizer_bytes=timing.optimizer_bytes(grad_bytes),
-                                      sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
+        self.options = inputs.Options(sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, tp_comm_overlap=tp_comm_overlap,
                                       grad_accumulation_fusion=grad_accumulation_fusion,
                                       memory_reserve=gib_to_bytes(memory_reserve_gib), uneven_stages=uneven_stages,
@@ -237,6 +248,7 @@ class Megatron3DCostModel(CostModel):
                                       moe_comm_share=moe.comm_share(acc, moe_comm_sms))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
+        gradients = gradient_choices(rec.name, grad_bytes)  # the old default first: plans without it keep their meaning
         self.space = DesignSpace((
             categorical("tensor_parallel", divisors(width, self.n)),
             categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),
@@ -253,6 +265,7 @@ class Megatron3DCostModel(CostModel):
             categorical("fsdp", (False, True), default=False),
             categorical("offload", tuple(o for o in OFFLOAD if o in offload),
                         default="none" if "none" in offload else None),
+            categorical("grad_reduce_in_fp32", gradients, default=gradients[0]),
         ))
         # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
         self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
@@ -277,7 +290,8 @@ class Megatron3DCostModel(CostModel):
                             sp=np.asarray(v["sequence_parallel"], bool), zero=np.asarray(v["optimizer_sharding"], bool),
                             overlap=np.asarray(v["dp_overlap"], bool), cp=np.asarray(v["context_parallel"], float),
                             ep=np.asarray(v["expert_parallel"], float), fsdp=np.asarray(v["fsdp"], bool),
-                            offload=np.asarray(v["offload"], np.int64))
+                            offload=np.asarray(v["offload"], np.int64),
+                            fp32_grads=np.asarray(v["grad_reduce_in_fp32"], bool))
 
     def validity(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
@@ -321,7 +335,7 @@ class Megatron3DCostModel(CostModel):
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
                               linear=self.linear_device, breakdown=breakdown)
         out["feasible"] = out["feasible"] & ~invalid
-        out["memory_gib"] = out["memory"] / GIB
+        out.derive("memory_gib", lambda: out["memory"] / GIB)
         out["memory_bytes"] = out["memory"]  # the standard name (optmap.cost.STANDARD_METRICS)
         return out
 

@@ -23,7 +23,8 @@ def megatron_rule(model) -> dict[str, Mapping]:
         plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
                 "interleaving": 1, "recompute": rc, "sequence_parallel": model.config.moe is not None,
                 "optimizer_sharding": False, "dp_overlap": False, "context_parallel": 1, "expert_parallel": ep,
-                "fsdp": False, "offload": choices["offload"][0]}
+                "fsdp": False, "offload": choices["offload"][0],
+                "grad_reduce_in_fp32": choices["grad_reduce_in_fp32"][0]}
         mapping = model.space.mapping(plan)
         if model.evaluate(mapping).feasible:
             return {"megatron": mapping}

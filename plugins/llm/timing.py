@@ -38,7 +38,8 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   with the distributed optimizer) over the ``d`` replicas; with ``dp_overlap`` only what outlasts
   the last micro-batch's backward pass is exposed. The tied embedding's gradient is All-Reduced
   between first and last stage. The optimizer step reads and writes ``optimizer_bytes`` per
-  local parameter (:func:`optimizer_bytes`).
+  local parameter (:func:`optimizer_bytes`). Main gradients take 4 bytes (fp32) or 2 (16-bit) per
+  element, as the plan's ``grad_reduce_in_fp32`` says: their memory, reduction and optimizer step.
 
 * issue 25's decisions: context parallelism (:mod:`.context`) prices every per-token term as a
   micro-batch of ``b/cp`` sequences and adds the ring's exposed steps; FSDP (:mod:`.sharding`)
@@ -63,7 +64,7 @@ from optmap.workload.transformer import TransformerConfig
 from . import attention as attn
 from . import context, memory, moe, offload, precision, sharding, stages, userbuffers
 from .compute import Device
-from .footprint import fullest, summed
+from .footprint import Columns, fullest, largest, summed
 from .inputs import Links, Options, Plans
 from .flops import hardware_flops, model_flops
 
@@ -87,13 +88,14 @@ class LayerTimes:
     experts_backward: np.ndarray = 0.0  # likewise, backward
 
 
-def optimizer_bytes(grad_bytes: float) -> float:
+def optimizer_bytes(grad_bytes) -> np.ndarray:
     """HBM bytes per parameter of Megatron-LM's mixed-precision optimizer step (its
     ``Float16OptimizerWithFloat16Params``): unscale the fp32 gradient (read + write, 8), its norm
     for clipping (read, 4), Adam (read weight, gradient, m, v; write weight, m, v: 28), copy the
     fp32 weight to the 16-bit one (read 4, write 2), zero the main gradient (``grad_bytes``) and,
     with 16-bit main gradients, first copy them to fp32 (read 2, write 4)."""
-    return 8.0 + 4.0 + 28.0 + 6.0 + grad_bytes + (6.0 if grad_bytes < 4 else 0.0)
+    grad_bytes = np.asarray(grad_bytes, float)
+    return 8.0 + 4.0 + 28.0 + 6.0 + grad_bytes + np.where(grad_bytes < 4, 6.0, 0.0)
 
 
 def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
@@ -200,8 +202,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
              breakdown: bool = True) -> dict[str, np.ndarray]:
     """Iteration time with its parts and memory per GPU with its parts, per plan (SI units);
     ``linear`` prices the layers' linear GEMMs when they run in FP8 (:func:`layer_compute`);
-    ``breakdown`` false leaves out the memory parts (``memory_weights`` ...), which a search of
-    millions of plans never reads: the total, the host bytes and feasibility stay."""
+    ``breakdown`` false leaves out the time and memory parts (``forward_s`` ..., ``memory_weights`` ...),
+    which a search of millions of plans never reads, and derives throughput and TFLOP/s when read
+    (:class:`.footprint.Columns`): the time, the memory total and feasibility stay."""
     t, p, d, b, v = plans.tp, plans.pp, plans.dp, plans.mb, plans.vp
     rc, sp = plans.recompute, np.asarray(plans.sp, bool)
     cp = np.asarray(plans.cp, float)
@@ -209,6 +212,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     m = batch / (d * b)  # micro-batches per pipeline per iteration
     shards = d * cp  # ranks holding the same weights: gradients reduced, optimizer sharded over them
     fsdp = np.asarray(plans.fsdp, bool) & (shards > 1)
+    grad_bytes = plans.grad_bytes  # per main-gradient element: fp32 or 16-bit (decision grad_reduce_in_fp32)
     off_act, off_opt = offload.activations_offloaded(plans.offload), offload.optimizer_offloaded(plans.offload)
     layout = stages.split(L, p, v, opts.uneven_stages)
     if cfg.mtp_layers:  # DeepSeek-V3's multi-token prediction modules: one more layer each on the last stage
@@ -240,7 +244,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     layer_params = dense_layer / t  # one layer's tensor-parallel shard (FSDP gathers it over dp·cp)
     edp = moe.expert_data_parallel(t, shards, ep, etp)  # experts' replicas fold over tensor × data × context
     layer_experts = (expert_layer / (ep * etp), edp, links.edp_bw, links.edp_lat)  # FSDP gathers them over edp
-    gather_f, gather_b = sharding.layer_exposed(layer_params, opts.grad_bytes, shards, links.dp_bw, links.dp_lat,
+    gather_f, gather_b = sharding.layer_exposed(layer_params, grad_bytes, shards, links.dp_bw, links.dp_lat,
                                                 f_layer, b_layer + rec_layer, opts.fsdp_reshard, layer_experts)
     fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
     routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
@@ -276,9 +280,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
                              np.where(middle, layout.middle_device * dense_layer, 0.0)) / t
     stage_experts = stage_layers * expert_layer / (ep * etp)
     stage_params = stage_dense + stage_experts
-    grads = opts.grad_bytes * stage_dense
+    grads = grad_bytes * stage_dense
     # unfused accumulation: main_grad += grad per micro-batch (read both, write main_grad)
-    accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * opts.grad_bytes + ACT_BYTES)
+    accumulate = 0.0 if opts.grad_accumulation_fusion else dev.memory_time((2.0 * grad_bytes + ACT_BYTES)
                                                                            * stage_params, kernels=1)
 
     first_extra = 3.0 * emb_f + 2.0 * emb_comm  # lookup forward, gradient scatter-add backward
@@ -299,7 +303,6 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     extra = np.where(p > 1, np.where(last_slowest, last_extra, np.where(first_slowest, first_extra, 0.0)),
                      first_extra + last_extra)
 
-    fwd_stage = per_stage * f_layer
     stage = per_stage * per_layer + p2p + accumulate
     bubble = schedule.uniform_bubble_time(p, stage, v)  # Narayanan §2.2.2: (p - 1) t / v
 
@@ -311,34 +314,38 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     expert_zero = (np.asarray(plans.zero, bool) | fsdp) & (edp > 1)
     if cfg.moe is not None:  # expert gradients reduce over the expert-data-parallel group (:mod:`.moe`; FSDP: per layer)
         expert_reduce, expert_gather = (np.where((edp > 1) & ~fsdp, x, 0.0) for x in sharding.gradient_sync(
-            opts.grad_bytes * stage_experts, ACT_BYTES * stage_experts, edp, expert_zero, links.edp_bw, links.edp_lat))
+            grad_bytes * stage_experts, ACT_BYTES * stage_experts, edp, expert_zero, links.edp_bw, links.edp_lat))
         reduce, gather = reduce + expert_reduce, gather + expert_gather
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
-    exposed = np.where(np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window), reduce)
-    dp_comm = exposed + gather
-    emb_sync = np.where(p > 1, coll.allreduce(opts.grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
+    overlap, hidden = np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window)  # exposed when overlapped
+    emb_sync = np.where(p > 1, coll.allreduce(grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
     sharded = zero | fsdp
     local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
-    optimizer = dev.memory_time(opts.optimizer_bytes * local, kernels=4)
+    optimizer = dev.memory_time(optimizer_bytes(grad_bytes) * local, kernels=4)
     optimizer = np.where(off_opt, offload.optimizer_time(optimizer, local, opts.host_bandwidth), optimizer)
 
-    parts = {
-        "forward_s": m * fwd_stage,
-        "backward_s": m * per_stage * b_layer,
-        "recompute_s": m * per_stage * rec_layer,
-        "tp_comm_s": m * per_stage * tp_layer,
-        "embedding_logits_s": m * extra,  # the slowest stage's embedding or logits + loss (both if p = 1)
-        "pp_comm_s": m * p2p,
-        "bubble_s": bubble,
-        "grad_accumulation_s": m * accumulate,
-        "dp_comm_s": dp_comm + emb_sync,
-        "optimizer_s": optimizer,
-        "cp_comm_s": m * per_stage * cp_layer,
-        "fsdp_comm_s": m * per_stage * fsdp_layer,
-        "offload_s": m * per_stage * offload_layer,
-        "ep_comm_s": m * per_stage * ep_layer,  # MoE token dispatch and combine (:mod:`.moe`)
-    }
-    time = summed(parts.values())
+    if breakdown:
+        parts = {
+            "forward_s": m * per_stage * f_layer,
+            "backward_s": m * per_stage * b_layer,
+            "recompute_s": m * per_stage * rec_layer,
+            "tp_comm_s": m * per_stage * tp_layer,
+            "embedding_logits_s": m * extra,  # the slowest stage's embedding or logits + loss (both if p = 1)
+            "pp_comm_s": m * p2p,
+            "bubble_s": bubble,
+            "grad_accumulation_s": m * accumulate,
+            "dp_comm_s": np.where(overlap, hidden, reduce) + gather + emb_sync,
+            "optimizer_s": optimizer,
+            "cp_comm_s": m * per_stage * cp_layer,
+            "fsdp_comm_s": m * per_stage * fsdp_layer,
+            "offload_s": m * per_stage * offload_layer,
+            "ep_comm_s": m * per_stage * ep_layer,  # MoE token dispatch and combine (:mod:`.moe`)
+        }
+        time = summed(parts.values())
+    else:  # a search reads the total only: the per-micro-batch parts summed before the m micro-batches, and
+        parts = {}  # the data-parallel overlap, the last axis, met last (the same sum, fewer passes over all plans)
+        rest = summed((m * (stage + extra), bubble, gather, emb_sync, optimizer))
+        time = np.where(overlap, rest + hidden, rest + reduce)
 
     # memory per GPU: each stage holds its own parameters and activations (the first: the embedding and
     # the most micro-batches in flight, Korthikanti §4.2.3; the last: the logits); the fullest stage sizes it
@@ -366,15 +373,17 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     present = [True, middle, p > 1]  # the first stage always; a middle one with p > 2; the last with p > 1
     resident = offload.resident_state(layer_params, shards, sharded)  # what an offloading stage keeps, any stage
 
+    offloads = breakdown or np.any(plans.offload)  # host bytes: none unless some plan offloads
+
     def footprint(layers, dense, activations):  # one stage's bytes per GPU, by part
         experts = layers * expert_layer / (ep * etp)
         weights, gradients, state, copy = sharding.static_bytes(dense, layer_params, fsdp, zero, shards,
-                                                                opts.fsdp_reshard, opts.grad_bytes)
+                                                                opts.fsdp_reshard, grad_bytes)
         if cfg.moe is not None:  # the stage's share of the experts, sharded over edp (:mod:`.moe`, :mod:`.sharding`)
             weights, gradients, state, copy = (a + e for a, e in zip((weights, gradients, state, copy), sharding.static_bytes(
-                experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, opts.grad_bytes)))
+                experts, layer_experts[0], fsdp & (edp > 1), expert_zero, edp, opts.fsdp_reshard, grad_bytes)))
         host = offload.host_bytes(np.where(off_opt, state, 0.0), off_act, act_layer,
-                                  layout.first_device * first_in_flight)
+                                  layout.first_device * first_in_flight) if offloads else 0.0
         state = np.where(off_opt, resident, state)
         copy = np.where(off_opt, 0.0, copy)  # the offloaded step runs on the host
         # FP8 recipes keep low-precision copies of the linear weights of the stage's layers (:mod:`.precision`)
@@ -385,18 +394,20 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
         return {"weights": weights, "copies": copies, "gradients": gradients, "state": state,
                 "activations": activations, "copy": copy, "total": total, "host": host}
 
-    peak = fullest([footprint(*stage) for stage in by_stage], present,
-                   None if breakdown else ("total", "activations", "host"))
+    stage_parts = [footprint(*stage) for stage in by_stage]
+    if offloads:  # the fullest stage's parts (host bytes: of the stage that offloads most)
+        peak = fullest(stage_parts, present, None if breakdown else ("total", "activations", "host"))
+    else:  # a search without offloading needs the largest total only
+        peak = {"total": largest(stage_parts, present), "host": 0.0}
     gpus = t * p * d * cp
     memory_parts = {"memory_weights": peak["weights"], "memory_weight_copies": peak["copies"],
                     "memory_gradients": peak["gradients"], "memory_optimizer": peak["state"],
                     "memory_activations": peak["activations"], "memory_step_copy": peak["copy"],
                     "memory_host": peak["host"]} if breakdown else {}
-    return {
-        "time": time, **parts,
-        "throughput": batch * s / time,  # tokens per second
-        "model_tflops_per_gpu": model_flops(cfg, batch) / (time * gpus) / 1e12,
-        "hardware_tflops_per_gpu": hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12,
-        "gpus": gpus, **memory_parts, "memory": peak["total"],
-        "feasible": (peak["total"] <= memory_capacity - opts.memory_reserve) & (peak["host"] <= opts.host_memory),
-    }
+    out = Columns({"time": time, **parts, "gpus": gpus, **memory_parts, "memory": peak["total"],
+                   "feasible": (peak["total"] <= memory_capacity - opts.memory_reserve)
+                   & (peak["host"] <= opts.host_memory)}, lazy=not breakdown)
+    out.derive("throughput", lambda: batch * s / time)  # tokens per second
+    out.derive("model_tflops_per_gpu", lambda: model_flops(cfg, batch) / (time * gpus) / 1e12)
+    out.derive("hardware_tflops_per_gpu", lambda: hardware_flops(cfg, batch, rc, opts.attention) / (time * gpus) / 1e12)
+    return out

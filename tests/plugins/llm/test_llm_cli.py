@@ -21,7 +21,8 @@ PLAN = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "micro
         "optimizer_sharding": "false", "dp_overlap": "false",
         # issue 25's decisions (every decision is fixed here, so they are too; a dense model has
         # expert_parallel 1 only)
-        "context_parallel": 1, "expert_parallel": 1, "fsdp": "false", "offload": "none"}
+        "context_parallel": 1, "expert_parallel": 1, "fsdp": "false", "offload": "none",
+        "grad_reduce_in_fp32": "false"}  # fp16 training: 16-bit gradients, Megatron-LM's default
 
 
 def run(tmp_path, *args):

@@ -154,7 +154,8 @@ def test_recipe_options_are_what_the_recipes_say():
     assert heldout.recipe_options(runs["LLAMA3-70B FP8 64 H100 (bridge-26.02)"]) == {"grad_bytes": 2,
                                                                                     "fp8_scaling": "current"}
     assert heldout.recipe_options(runs["LLAMA3-70B MXFP8 64 GB200 (bridge-26.02)"]) == {"grad_bytes": 2}
-    assert heldout.recipe_options(runs["LLAMA2-70B FP8 64 H100 (nemo-24.07)"]) == {}
+    # NeMo 1 keeps fp32 gradients unless a config sets grad_sync_dtype (llama2_70b.yaml at 24.07 does not)
+    assert heldout.recipe_options(runs["LLAMA2-70B FP8 64 H100 (nemo-24.07)"]) == {"grad_bytes": 4}
     # HybridEP where the recipe names it: Qwen3-30B-A3B with EP 16 on H100 and micro-batch 4 on B200,
     # the Qwen3 and DeepSeek-V3 runs on GB200; not the all-to-all era's H100 EP 8 or B200 micro-batch 1
     hybrid = {r.label for r in runs.values() if heldout.recipe_options(r).get("moe_dispatcher") == "hybridep"}

@@ -47,7 +47,7 @@ def test_enumeration_equals_filtered_grid():
     for i in range(len(brute)):
         key = (want.tp[i], want.pp[i], want.dp[i], want.mb[i], want.vp[i], float(want.recompute[i]),
                float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]), want.cp[i], float(want.ep[i]),
-               float(want.fsdp[i]), float(want.offload[i]))  # the decisions in the space's order
+               float(want.fsdp[i]), float(want.offload[i]), float(want.fp32_grads[i]))  # the space's order
         assert by_plan[key] == pytest.approx(times[i])
 
 
@@ -206,3 +206,31 @@ def test_top_plans_belong_to_the_best_plan_of_the_search_only():
                   budget=Budget(evaluations=200))  # (issue 25: a larger space, fewer valid samples)
     assert "top_plans" in best.report.tables
     assert other.best.as_dict() != best.best.as_dict() and "top_plans" not in other.report.tables
+
+
+def test_gradient_precision_is_a_decision_the_search_takes_where_faster():
+    """grad_reduce_in_fp32: with bf16 both choices (Megatron-LM's fp32 default first), with fp16 16-bit
+    only (Megatron-LM's default), one when grad_bytes pins it. The best plan with the choice free is the
+    better of the two searches with it pinned."""
+    def bf16(**cost):
+        return build_problem({
+            "workload": {"model": "transformer", "preset": "megatron-22b", "batch": 16, "dtype": "bf16"},
+            "system": {"topology": "dgx-a100", "groups": [{"accelerator": "a100", "count": 16}]},
+            "cost": {"model": "megatron-3d", "max_microbatch": 4, "max_interleaving": 4, **cost},
+            "search": {"engine": "megatron-3d"}})
+
+    def gradient_choices(p):
+        return next(v.choices for v in p.space.variables if v.name == "grad_reduce_in_fp32")
+
+    free = bf16()
+    assert gradient_choices(free) == (True, False)
+    assert gradient_choices(problem(preset="megatron-22b", gpus=16, batch=16)) == (False,)  # fp16
+    best = {}
+    for grad_bytes in (2, 4):
+        pinned = bf16(grad_bytes=grad_bytes)
+        assert gradient_choices(pinned) == (grad_bytes == 4,)
+        best[grad_bytes] = solve(pinned).values["time"]
+    assert best[2] != best[4]
+    result = solve(free)
+    assert result.values["time"] == pytest.approx(min(best.values()))
+    assert result.best.as_dict()["grad_reduce_in_fp32"] == (best[4] < best[2])

@@ -85,16 +85,21 @@ def test_bad_input_is_one_error_line(saved, capsys, tmp_path):
     assert capsys.readouterr().err.startswith("error: ")
 
 
-def test_the_priced_gradient_type_is_exported(saved, capsys, tmp_path):
+def test_the_priced_gradient_type_is_exported(capsys, tmp_path):
     """fp32 main gradients are Megatron-LM's --bf16 default (arguments.py: accumulate and all-reduce in
-    fp32 unless --grad-reduce-in-bf16), so the default plan writes no flag; a plan priced with
-    grad_bytes = 2 (NeMo's and Megatron-Bridge's performance recipes) writes --grad-reduce-in-bf16 and,
-    for DeepSpeed, data_types.grad_accum_dtype = "bf16" (BF16_Optimizer accumulates in fp32 otherwise)."""
+    fp32 unless --grad-reduce-in-bf16), so a plan with grad_reduce_in_fp32 = true writes no flag; a plan
+    with 16-bit gradients (pinned here by the cost option grad_bytes = 2, as NeMo's and Megatron-Bridge's
+    performance recipes run) writes --grad-reduce-in-bf16 and, for DeepSpeed, data_types.grad_accum_dtype =
+    "bf16" (BF16_Optimizer accumulates in fp32 otherwise)."""
+    (tmp_path / "p.toml").write_text(PROBLEM)
+    fp32 = [*FIX, "--fix", "grad_reduce_in_fp32=true"]
+    assert main(["run", str(tmp_path / "p.toml"), *fp32, "--json", str(tmp_path / "fp32.json")]) == 0
     capsys.readouterr()
-    assert main(["export", str(saved / "r.json"), "--to", "megatron"]) == 0
+    assert main(["export", str(tmp_path / "fp32.json"), "--to", "megatron"]) == 0
     assert "--grad-reduce-in-bf16" not in capsys.readouterr().out
     (tmp_path / "p.toml").write_text(PROBLEM.replace('model = "megatron-3d"', 'model = "megatron-3d"\ngrad_bytes = 2'))
     assert main(["run", str(tmp_path / "p.toml"), *FIX, "--json", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["mapping"]["grad_reduce_in_fp32"] is False
     capsys.readouterr()
     assert main(["export", str(tmp_path / "r.json"), "--to", "megatron"]) == 0
     assert "--grad-reduce-in-bf16" in [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]

@@ -268,11 +268,12 @@ def test_long_sequence_rows_leave_micro_batch_and_interleaving_to_the_planner():
 
 def test_modelzoo_rows_are_their_published_step_times_and_recipes():
     """Megatron-MoE-ModelZoo prints step times: 2,048 × 4,096 tokens / (19.7 s × 256 GPUs) =
-    1,663.4 tokens/s/GPU. Its dispatcher and overlap are the row's own recipe; the Megatron-Bridge
-    rules (bf16 gradients, HybridEP, overlap) do not reach it."""
+    1,663.4 tokens/s/GPU. Its dispatcher and overlap are the row's own recipe, and its fp32 gradients
+    (no --grad-reduce-in-bf16 in its scripts); the Megatron-Bridge rules (bf16 gradients, HybridEP,
+    overlap) do not reach it."""
     run = _run("Qwen3-235B-A22B BF16 256 H100 EP32 (moe-modelzoo)")
     assert run.measured_s == pytest.approx(19.7) and run.tokens_per_gpu == pytest.approx(1663.35, abs=0.01)
-    off = {"tp_comm_overlap": False}  # no --tp-comm-overlap in any of its configs or scripts
+    off = {"tp_comm_overlap": False, "grad_bytes": 4}  # no --tp-comm-overlap nor --grad-reduce-in-bf16 anywhere
     assert heldout.recipe_options(run) == {**off, "moe_dispatcher": "deepep"}
     overlap = _run("Qwen3-235B-A22B BF16 256 H100 EP32 overlap (moe-modelzoo)")
     assert heldout.recipe_options(overlap) == {**off, "moe_dispatcher": "deepep", "moe_a2a_overlap": True}
@@ -320,6 +321,17 @@ def test_llama_405b_bf16_on_512_h100s_fits_without_recomputation_with_bf16_gradi
     activations = 8.625 * 16 * (8 * 4096 * 16384 / 8 + 1_593_835_520 / 8 + 4 * 128 * 4096 / 8)
     assert row["plan"]["recompute"] == "none" and row["feasible"]
     assert row["memory_gib"] * 2**30 == pytest.approx(2 * params + 2 * params + 12 * params / 8 + activations)
+
+
+def test_without_the_recipe_the_planner_chooses_bf16_gradients_for_llama_405b():
+    """The issue's problem file as written (no recipe options): gradient precision is the planner's
+    decision (grad_reduce_in_fp32), so it finds what NeMo's recipe chose, 16-bit gradients and no
+    recomputation (66.9 GiB by hand above), where fp32 gradients need 78.8 GiB and recomputation."""
+    run = _run("LLAMA3.1-405B BF16 512 H100 (dgxc-25.05)")
+    row = validate_llm.predict(run, recipe=False)
+    assert row["plan"]["grad_reduce_in_fp32"] is False and row["plan"]["recompute"] == "none"
+    fp32 = validate_llm.predict(run, recipe=False, extra={"grad_bytes": 4})
+    assert fp32["plan"]["recompute"] != "none" and fp32["predicted_s"] > row["predicted_s"]
 
 
 def test_megatron_lm_table_models_have_its_parameter_counts():

@@ -88,7 +88,7 @@ def test_memory_infeasible_with_reason_and_feasible_fits():
     # the fp32 master weight and Adam's m and v: 2 + 2 + 12 + 4 = 20 bytes (distrib_optimizer.md's table).
     # The copy exists only at the step (distrib_optimizer.py: .float() at the step, freed by zero_grad
     # before the next forward), so the peak holds the larger of it and the activations
-    assert rows["main gradients (grad_bytes each)"]["GiB"] == pytest.approx(2 * params / 2**30)
+    assert rows["main gradients (fp32 or 16-bit: grad_reduce_in_fp32)"]["GiB"] == pytest.approx(2 * params / 2**30)
     assert rows["optimizer state (fp32 master, Adam m and v)"]["GiB"] == pytest.approx(12 * params / 2**30)
     copy = rows["fp32 copy of 16-bit gradients (optimizer step only, not beside activations)"]["GiB"]
     assert copy == pytest.approx(4 * params / 2**30) and copy < rows["activations"]["GiB"]

@@ -33,7 +33,8 @@ def problem(preset="mixtral-8x7b", gpus=64, batch=256, moe_table=None, **cost):
 def plan(**given):
     base = {"tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 16, "microbatch_size": 1,
             "interleaving": 1, "recompute": "none", "sequence_parallel": False, "optimizer_sharding": False,
-            "dp_overlap": False, "context_parallel": 1, "expert_parallel": 8, "fsdp": False, "offload": "none"}
+            "dp_overlap": False, "context_parallel": 1, "expert_parallel": 8, "fsdp": False, "offload": "none",
+            "grad_reduce_in_fp32": True}
     return {**base, **given}
 
 
