@@ -137,3 +137,13 @@ def static_bytes(params, sharded, d, grad_bytes=GRAD_BYTES) -> tuple[np.ndarray,
     split = np.where(np.asarray(sharded, bool), np.asarray(d, dtype=float), 1.0)
     return (WEIGHT_BYTES * params, grad_bytes * params, STATE_BYTES * params / split,
             fp32_gradient_copy(grad_bytes) * params / split)
+
+
+def optimizer_bytes(grad_bytes) -> np.ndarray:
+    """HBM bytes per parameter of Megatron-LM's mixed-precision optimizer step (its
+    ``Float16OptimizerWithFloat16Params``): unscale the fp32 gradient (read + write, 8), its norm
+    for clipping (read, 4), Adam (read weight, gradient, m, v; write weight, m, v: 28), copy the
+    fp32 weight to the 16-bit one (read 4, write 2), zero the main gradient (``grad_bytes``) and,
+    with 16-bit main gradients, first copy them to fp32 (read 2, write 4)."""
+    grad_bytes = np.asarray(grad_bytes, float)
+    return 8.0 + 4.0 + 28.0 + 6.0 + grad_bytes + np.where(grad_bytes < 4, 6.0, 0.0)

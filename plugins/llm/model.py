@@ -77,16 +77,6 @@ def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
     return tuple(k for k in range(1, n + 1) if n % k == 0 and k <= limit)
 
 
-def gradient_choices(recipe: str, grad_bytes: float | None) -> tuple[bool, ...]:
-    """Choices of ``grad_reduce_in_fp32``: the pinned ``grad_bytes`` (4: fp32, 2: 16-bit); else both
-    for bf16 and FP8 recipes, fp32 first (Megatron-LM's default for ``--bf16``, ``arguments.py``; its
-    ``--grad-reduce-in-bf16``, and NeMo's and Megatron-Bridge's performance recipes, reduce in bf16),
-    and 16-bit only for fp16 (Megatron-LM's default there; fp32 is a numerics choice, ``grad_bytes = 4``)."""
-    if grad_bytes is not None:
-        return (grad_bytes > 2,)
-    return (False,) if recipe == "fp16" else (True, False)
-
-
 class Megatron3DCostModel(CostModel):
     """Megatron-LM 3D parallelism (Narayanan et al. SC'21; Korthikanti et al. 2022) on a GPU cluster."""
 
@@ -248,7 +238,7 @@ class Megatron3DCostModel(CostModel):
                                       moe_comm_share=moe.comm_share(acc, moe_comm_sms))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
-        gradients = gradient_choices(rec.name, grad_bytes)  # the old default first: plans without it keep their meaning
+        gradients = precision.gradient_choices(rec.name, grad_bytes)  # the old default first: plans without it keep their meaning
         self.space = DesignSpace((
             categorical("tensor_parallel", divisors(width, self.n)),
             categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),

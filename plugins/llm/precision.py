@@ -140,3 +140,13 @@ def expert_cast_bytes(copies, d_model: int, width_in, width_out, local, scaling:
     cast = CAST_TRANSPOSE + (AMAX_READ if scaling == "current" else 0.0)
     per_cast = {"delayed": 1.0, BLOCK: local, "current": 3.0 * local}[scaling]
     return cast * (d_model + width_out) * copies, cast * (width_in + d_model) * copies, 2.0 * per_cast, 2.0 * per_cast
+
+
+def gradient_choices(recipe: str, grad_bytes: float | None) -> tuple[bool, ...]:
+    """Choices of ``grad_reduce_in_fp32``: the pinned ``grad_bytes`` (4: fp32, 2: 16-bit); else both
+    for bf16 and FP8 recipes, fp32 first (Megatron-LM's default for ``--bf16``, ``arguments.py``; its
+    ``--grad-reduce-in-bf16``, and NeMo's and Megatron-Bridge's performance recipes, reduce in bf16),
+    and 16-bit only for fp16 (Megatron-LM's default there; fp32 is a numerics choice, ``grad_bytes = 4``)."""
+    if grad_bytes is not None:
+        return (grad_bytes > 2,)
+    return (False,) if recipe == "fp16" else (True, False)

@@ -38,7 +38,7 @@ this). Per pipeline stage and micro-batch (``L/p`` layers):
   with the distributed optimizer) over the ``d`` replicas; with ``dp_overlap`` only what outlasts
   the last micro-batch's backward pass is exposed. The tied embedding's gradient is All-Reduced
   between first and last stage. The optimizer step reads and writes ``optimizer_bytes`` per
-  local parameter (:func:`optimizer_bytes`). Main gradients take 4 bytes (fp32) or 2 (16-bit) per
+  local parameter (:func:`.memory.optimizer_bytes`). Main gradients take 4 bytes (fp32) or 2 (16-bit) per
   element, as the plan's ``grad_reduce_in_fp32`` says: their memory, reduction and optimizer step.
 
 * issue 25's decisions: context parallelism (:mod:`.context`) prices every per-token term as a
@@ -86,16 +86,6 @@ class LayerTimes:
     core_backward: np.ndarray = 0.0  # the attention core, backward (hides the context-parallel ring)
     experts_forward: np.ndarray = 0.0  # a MoE layer's routed-expert MLP, forward (the rest is attention)
     experts_backward: np.ndarray = 0.0  # likewise, backward
-
-
-def optimizer_bytes(grad_bytes) -> np.ndarray:
-    """HBM bytes per parameter of Megatron-LM's mixed-precision optimizer step (its
-    ``Float16OptimizerWithFloat16Params``): unscale the fp32 gradient (read + write, 8), its norm
-    for clipping (read, 4), Adam (read weight, gradient, m, v; write weight, m, v: 28), copy the
-    fp32 weight to the 16-bit one (read 4, write 2), zero the main gradient (``grad_bytes``) and,
-    with 16-bit main gradients, first copy them to fp32 (read 2, write 4)."""
-    grad_bytes = np.asarray(grad_bytes, float)
-    return 8.0 + 4.0 + 28.0 + 6.0 + grad_bytes + np.where(grad_bytes < 4, 6.0, 0.0)
 
 
 def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
@@ -321,7 +311,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     emb_sync = np.where(p > 1, coll.allreduce(grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
     sharded = zero | fsdp
     local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
-    optimizer = dev.memory_time(optimizer_bytes(grad_bytes) * local, kernels=4)
+    optimizer = dev.memory_time(memory.optimizer_bytes(grad_bytes) * local, kernels=4)
     optimizer = np.where(off_opt, offload.optimizer_time(optimizer, local, opts.host_bandwidth), optimizer)
 
     if breakdown:

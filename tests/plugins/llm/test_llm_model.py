@@ -7,7 +7,7 @@ import pytest
 from optmap.errors import OptmapError
 from optmap.host import load_host
 from optmap.plugins.hardware.accelerators import A100
-from optmap.plugins.llm import timing, userbuffers
+from optmap.plugins.llm import memory, timing, userbuffers
 from optmap.plugins.llm.cluster import dgx_a100, dgx_h100, group_link, plan_links
 from optmap.plugins.llm.model import DECISIONS
 from optmap.problem import build_problem
@@ -188,8 +188,8 @@ def test_unfused_gradient_accumulation_by_hand():
 def test_optimizer_bytes():
     # Megatron-LM's fp16 optimizer per parameter: unscale 8 + norm 4 + Adam 28 + weight copy 6 + zero grads,
     # and with 16-bit main gradients their copy to fp32 (6)
-    assert timing.optimizer_bytes(2) == 8 + 4 + 28 + 6 + 2 + 6 == 54
-    assert timing.optimizer_bytes(4) == 8 + 4 + 28 + 6 + 4 == 50
+    assert memory.optimizer_bytes(2) == 8 + 4 + 28 + 6 + 2 + 6 == 54
+    assert memory.optimizer_bytes(4) == 8 + 4 + 28 + 6 + 4 == 50
 
 
 def test_data_parallel_groups_use_every_adapter_of_a_node():
