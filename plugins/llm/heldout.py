@@ -26,7 +26,10 @@ Sources (each row names its own):
 * ``nemo-24.07``: NVIDIA NeMo Framework performance summary, container NeMo 24.07, DGX-H100, FP8
   (github.com/NVIDIA/NeMo ``docs/source/performance/performance_summary.md`` at commit
   8e3d65dcfe, "24.07 perf numbers", 2024-09-09; the same figures as the NeMo 24.09 user guide's
-  performance summary page). No EP column (dense models) and no FSDP column.
+  performance summary page). No EP column (dense models) and no FSDP column. NeMo-Launcher 24.01 to
+  24.07 ran FlashAttention-2, not cuDNN's fused attention (``launcher_scripts/conf/config.yaml``:
+  ``NVTE_FUSED_ATTN: 0``), here and in ``nemo-long-24.03``; the later stacks run cuDNN's
+  (NeMo 2's ``scripts/performance/utils.py``: ``NVTE_FUSED_ATTN=1``; Transformer Engine's Hopper default).
 * ``bridge-25.11`` and ``bridge-26.02``: Megatron-Bridge performance summary archive, sections
   "25.11 NeMo Container" and "26.02 NeMo Container" (github.com/NVIDIA-NeMo/Megatron-Bridge
   ``docs/performance-summary-archive.md`` at commit 0a25f911b2; docs.nvidia.com/nemo/megatron-bridge
