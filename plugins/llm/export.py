@@ -53,12 +53,12 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
     t, p, d = plan["tensor_parallel"], plan["pipeline_parallel"], plan["data_parallel"]
     b, v = plan["microbatch_size"], plan["interleaving"]
     first, middle, last = _layout(model, p, v)
-    cp, fsdp, offload = plan.get("context_parallel", 1), plan.get("fsdp", False), plan.get("offload", "none")
+    cp, fsdp, offload = plan["context_parallel"], plan["fsdp"], plan["offload"]
     shards = d * cp  # the ranks holding the same weights
     notes: list[str] = []
     args: list[tuple[str, object]] = [("--tensor-model-parallel-size", t), ("--pipeline-model-parallel-size", p),
                                       ("--context-parallel-size", cp),
-                                      ("--expert-model-parallel-size", plan.get("expert_parallel", 1))]
+                                      ("--expert-model-parallel-size", plan["expert_parallel"])]
     even = first == middle == last
     layout = stages.layout_string(L, p, v, cfg.mtp_layers) if model.options.uneven_stages == "layout" else None
     if layout is not None:  # the spread split, written out chunk by chunk (:func:`.stages.layout_string`)
@@ -108,7 +108,7 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--no-gradient-accumulation-fusion", None))
     rec = model.recipe.name
     args.append(("--fp16", None) if rec == "fp16" else ("--bf16", None))
-    args += _gradient_flags(rec, plan.get("grad_reduce_in_fp32", rec != "fp16"))
+    args += _gradient_flags(rec, plan["grad_reduce_in_fp32"])
     if rec == "fp8":
         args += [("--fp8-format", "hybrid"),  # per-tensor scaling: delayed (amax history) or current
                  ("--fp8-recipe", "tensorwise" if model.options.fp8_scaling == "current" else "delayed")]
@@ -183,9 +183,9 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     config: dict = {"train_batch_size": model.batch, "train_micro_batch_size_per_gpu": b,
                     "gradient_accumulation_steps": model.batch // (d * b)}
     config["fp16" if rec == "fp16" else "bf16"] = {"enabled": True}
-    if rec != "fp16" and not plan.get("grad_reduce_in_fp32", True):  # BF16_Optimizer accumulates in fp32 by default
+    if rec != "fp16" and not plan["grad_reduce_in_fp32"]:  # BF16_Optimizer accumulates in fp32 by default
         config["data_types"] = {"grad_accum_dtype": "bf16"}
-    cp, fsdp, offload = plan.get("context_parallel", 1), plan.get("fsdp", False), plan.get("offload", "none")
+    cp, fsdp, offload = plan["context_parallel"], plan["fsdp"], plan["offload"]
     stage = 3 if fsdp and d * cp > 1 else 1 if plan["optimizer_sharding"] and d * cp > 1 else 0
     config["zero_optimization"] = {"stage": stage, "overlap_comm": bool(plan["dp_overlap"] and d * cp > 1)}
     if offload in ("optimizer", "both"):
@@ -231,7 +231,7 @@ def _moe_notes(model, plan: dict) -> list[str]:
     moe = model.config.moe
     if moe is None:
         return []
-    ep = plan.get("expert_parallel", 1)
+    ep = plan["expert_parallel"]
     notes = [f"expert_parallel = {ep}: not a config key; build each MoE MLP as deepspeed.moe.layer.MoE("
              f"hidden_size={model.config.d_model}, num_experts={moe.experts}, ep_size={ep}, k={moe.top_k})"]
     if moe.top_k > 2:
@@ -249,9 +249,11 @@ def _moe_notes(model, plan: dict) -> list[str]:
 
 
 def export(model, plan: dict, target: str) -> tuple[str, list[str]]:
-    """(text, notes) of ``plan`` for ``target`` (one of :data:`TARGETS`)."""
-    plan = {**plan, "recompute": plan["recompute"] if isinstance(plan["recompute"], str)
+    """(text, notes) of ``plan`` for ``target`` (one of :data:`TARGETS`); a decision the plan lacks (one
+    saved before it existed) takes its default in the model's space, as pricing the plan would."""
+    defaults = {v.name: v.default for v in model.space.variables if v.default is not None}
+    plan = {**defaults, **plan, "recompute": plan["recompute"] if isinstance(plan["recompute"], str)
             else memory.RECOMPUTE[int(plan["recompute"])]}
-    if not isinstance(plan.get("offload", "none"), str):
+    if not isinstance(plan["offload"], str):
         plan["offload"] = OFFLOAD[int(plan["offload"])]
     return (megatron if target == "megatron" else deepspeed)(model, plan)

@@ -104,4 +104,12 @@ def test_the_priced_gradient_type_is_exported(capsys, tmp_path):
     assert main(["export", str(tmp_path / "r.json"), "--to", "megatron"]) == 0
     assert "--grad-reduce-in-bf16" in [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
     assert main(["export", str(tmp_path / "r.json"), "--to", "deepspeed", "--out", str(tmp_path / "ds.json")]) == 0
+    # a result saved before the decision existed (no grad_reduce_in_fp32 in its plan) exports what pricing
+    # it would take: the space's default, here the 16-bit gradients grad_bytes = 2 pins
+    data = json.loads((tmp_path / "r.json").read_text())
+    del data["mapping"]["grad_reduce_in_fp32"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["export", str(tmp_path / "old.json"), "--to", "megatron"]) == 0
+    assert "--grad-reduce-in-bf16" in [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
     assert json.loads((tmp_path / "ds.json").read_text())["data_types"] == {"grad_accum_dtype": "bf16"}
