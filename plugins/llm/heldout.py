@@ -287,6 +287,10 @@ class HeldOutRun:
 #   Qwen3-235B-A22B on 64 B200s (c3e43e6aa, the only commit with those layouts).
 
 
+# the main gradients' type a run's software states (``[cost] grad_bytes``): bf16, or Megatron-LM's fp32
+BF16_GRADS, FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
+
+
 def _hybridep(run: HeldOutRun) -> bool:
     if run.system == "DGX-GB200":
         return run.model in ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeekV3 (w/o MTP)")
@@ -303,7 +307,7 @@ def recipe_options(run: HeldOutRun) -> dict:
     """The ``[cost]`` options ``run``'s recipe fixes: the Megatron-Bridge rules above, and the row's own
     ``recipe`` (the ModelZoo's dispatcher and overlap); empty for NeMo's tables."""
     bridge = run.source.startswith("bridge-")
-    options = {"grad_bytes": 2} if bridge else {}
+    options = dict(BF16_GRADS) if bridge else {}
     if bridge and run.dtype == "fp8":
         options["fp8_scaling"] = "current"
     if bridge and run.moe:

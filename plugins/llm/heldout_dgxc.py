@@ -52,10 +52,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from .heldout import HeldOutRun
+from .heldout import BF16_GRADS, FP32_GRADS, HeldOutRun
 
 _ALLTOALL = (("moe_dispatcher", "alltoall"),)
-_BF16_GRADS = (("grad_bytes", 2),)
 
 
 def _step(source: str, model: str, system: str, precision: str, gpus: int, gbs: int, mbs: int, seq: int, tp: int,
@@ -63,7 +62,7 @@ def _step(source: str, model: str, system: str, precision: str, gpus: int, gbs: 
     """A row from its printed step time (VP ``None`` where PP > 1 and the table prints "NA"); bf16
     gradients unless the row's recipe names its gradient bytes (module docstring)."""
     if not any(key == "grad_bytes" for key, _ in recipe):
-        recipe = _BF16_GRADS + recipe
+        recipe = BF16_GRADS + recipe
     return HeldOutRun(source, model, system, precision, gpus, gbs, mbs, seq, tp, pp, cp, vp, ep, 0,
                       gbs * seq / (seconds * gpus), None, recipe=recipe)
 
@@ -78,7 +77,7 @@ def _grok(source: str, system: str, precision: str, gpus: int, tp: int, pp: int,
                  _ALLTOALL + recipe)
 
 
-_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False), ("grad_bytes", 4))  # fp32 gradients: Megatron-Core's default
+_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False),) + FP32_GRADS  # fp32 gradients: Megatron-Core's default
 
 # 25.03 (NeMo 24.12 with NeMo-Launcher; llama3.1/README_405b.md)
 DGXC_25_03 = [_step("dgxc-25.03", "LLAMA3.1-405B", "DGX-H100", p, 576, 252, 1, 8192, 8, 9, 2, 7, 1, t)

@@ -7,7 +7,7 @@ model TFLOP/s/GPU, under its source's key and system.
 from __future__ import annotations
 
 from . import heldout_dgxc
-from .heldout import MODELS, HeldOutRun
+from .heldout import BF16_GRADS, FP32_GRADS, MODELS, HeldOutRun
 
 
 def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
@@ -22,20 +22,19 @@ def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
 # and keep NeMo 1's fp32 (``megatron_gpt_model.py``: ``grad_sync_dtype`` default 'fp32'): ``grad_bytes = 4``;
 # GPT3-175B's two configs disagree (``175b.yaml`` none, ``175b_fp8.yaml`` bf16) and neither has the table's
 # layout (TP 4, VP 6): the planner chooses
-_BF16_GRADS, _FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
 NEMO_24_07 = _rows("nemo-24.07", "DGX-H100", [
-    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, 0, 23406, 765, "", _FP32_GRADS),
-    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, 0, 5851, 750, "", _FP32_GRADS),
+    ("GPT3-5B", "FP8", 64, 2048, 4, 2048, 1, 1, 1, 1, 1, 0, 23406, 765, "", FP32_GRADS),
+    ("GPT3-20B", "FP8", 64, 256, 2, 2048, 2, 1, 1, 1, 1, 0, 5851, 750, "", FP32_GRADS),
     ("GPT3-175B", "FP8", 128, 256, 1, 2048, 4, 8, 1, 6, 1, 0, 716, 771),
     ("GPT3-175B", "FP8", 512, 2048, 2, 2048, 4, 8, 1, 6, 1, 0, 825, 888),
-    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, 0, 16934, 780, "", _FP32_GRADS),
-    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, 0, 8715, 760, "", _FP32_GRADS),
-    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, 0, 1728, 768, "", _FP32_GRADS),
-    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, 0, 12507, 643, "", _FP32_GRADS),
-    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, 0, 4312, 562, "", _FP32_GRADS),
-    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, 0, 326, 686, "", _BF16_GRADS),
-    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, 0, 12273, 711, "", _FP32_GRADS),
-    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, 0, 1524, 734, "", _FP32_GRADS),
+    ("LLAMA2-7B", "FP8", 8, 128, 1, 4096, 1, 1, 1, 1, 1, 0, 16934, 780, "", FP32_GRADS),
+    ("LLAMA2-13B", "FP8", 16, 128, 1, 4096, 1, 4, 1, 10, 1, 0, 8715, 760, "", FP32_GRADS),
+    ("LLAMA2-70B", "FP8", 64, 128, 1, 4096, 4, 4, 1, 20, 1, 0, 1728, 768, "", FP32_GRADS),
+    ("Nemotron-8B", "FP8", 64, 256, 4, 4096, 2, 1, 1, 1, 1, 0, 12507, 643, "", FP32_GRADS),
+    ("Nemotron-22B", "FP8", 64, 256, 2, 4096, 2, 4, 1, 10, 1, 0, 4312, 562, "", FP32_GRADS),
+    ("Nemotron-340B", "FP8", 128, 32, 1, 4096, 8, 8, 1, 12, 1, 0, 326, 686, "", BF16_GRADS),
+    ("LLAMA3-8B", "FP8", 8, 128, 1, 8192, 1, 1, 2, 1, 1, 0, 12273, 711, "", FP32_GRADS),
+    ("LLAMA3-70B", "FP8", 64, 128, 1, 8192, 4, 4, 2, 5, 1, 0, 1524, 734, "", FP32_GRADS),
 ])
 
 
@@ -58,7 +57,7 @@ def megatron_flops_per_token(layers: int, d_model: int, heads: int, kv_heads: in
 
 def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: int, tflops: float, *,
                    source: str = "nemo-long-24.03", model: str = "LLAMA2-7B", system: str = "DGX-H100",
-                   fsdp: int | None = 0) -> HeldOutRun:
+                   fsdp: int | None = 0, recipe: tuple = FP32_GRADS) -> HeldOutRun:
     """A row of NeMo's long-sequence tables: sequence in K tokens, GPUs, batch, TP, PP, DP, CP, model TFLOP/s/GPU."""
     seq = k * 1024
     # NeMo's count for its Llama tables (``nemo/utils/flops_formulas.py`` ``llama2`` and ``llama3`` at f0bf77bcf7 of
@@ -68,9 +67,10 @@ def _long_sequence(k: int, gpus: int, gbs: int, tp: int, pp: int, dp: int, cp: i
     tokens = tflops * 1e12 / megatron_flops_per_token(*shape, seq, causal=False)
     # ``fsdp`` 0 for NeMo 24.03 (NeMo 1), which trains without FSDP unless a config turns it on
     # (``megatron_base_model.py``: ``cfg.get('fsdp', False)``; NeMo-Launcher 24.03's llama2_7b.yaml does not)
-    # NeMo-Launcher 24.03.01's llama2_7b.yaml sets no ``grad_sync_dtype``: NeMo 1's fp32 (the 25.04 page names no recipe)
+    # ``recipe``: fp32 gradients for NeMo 24.03, whose NeMo-Launcher llama2_7b.yaml sets no ``grad_sync_dtype``
+    # (NeMo 1's 'fp32' default)
     run = HeldOutRun(source, model, system, "FP8", gpus, gbs, None, seq, tp, pp, cp,
-                     1 if pp == 1 else None, 1, fsdp, tokens, tflops, "", _FP32_GRADS if source == "nemo-long-24.03" else ())
+                     1 if pp == 1 else None, 1, fsdp, tokens, tflops, "", recipe)
     assert run.dp == dp, f"{run.label}: TP × PP × CP × DP is not the GPU count"
     return run
 
@@ -85,8 +85,8 @@ NEMO_LONG_24_03 = [_long_sequence(*row) for row in [
 # NeMo 25.04.rc2 long sequences, DGX-B200, FP8, LLAMA3-8B: the table as first published (14d427f575, 2025-04-28),
 # whose GPU counts are TP × CP × DP; its rewrite (19fadb67b0) prints the H100 table's GPU counts (8K on 8 GPUs)
 # beside the same TP, PP, DP and CP, four times their product, and the same TFLOP/s
-NEMO_LONG_25_04 = [_long_sequence(*row, source="nemo-long-25.04", model="LLAMA3-8B", system="DGX-B200", fsdp=None)
-                   for row in [  # its page names no recipe: FSDP unstated
+NEMO_LONG_25_04 = [_long_sequence(*row, source="nemo-long-25.04", model="LLAMA3-8B", system="DGX-B200", fsdp=None,
+                                  recipe=()) for row in [  # its page names no recipe: FSDP and gradients unstated
     (8, 2, 512, 1, 1, 2, 1, 1671), (16, 4, 256, 1, 1, 4, 1, 1717), (32, 8, 128, 1, 1, 4, 2, 1624),
     (64, 16, 64, 1, 1, 4, 4, 1600), (128, 32, 32, 2, 1, 4, 4, 1588), (256, 64, 16, 4, 1, 4, 4, 1590),
     (512, 128, 8, 4, 1, 4, 8, 1619), (1024, 256, 4, 4, 1, 4, 16, 1608),
@@ -216,7 +216,7 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 _ZOO = "moe-modelzoo"
 # its model_configs and scripts never set --tp-comm-overlap (Megatron-LM's default: off) nor
 # --grad-reduce-in-bf16 (Megatron-LM's bf16 default: fp32 gradients)
-_NO_TP_OVERLAP = (("tp_comm_overlap", False),) + _FP32_GRADS
+_NO_TP_OVERLAP = (("tp_comm_overlap", False),) + FP32_GRADS
 _DEEPEP = _NO_TP_OVERLAP + (("moe_dispatcher", "deepep"),)
 _ALLTOALL = _NO_TP_OVERLAP + (("moe_dispatcher", "alltoall"),)
 
@@ -271,7 +271,7 @@ def _mlm(size: str, tp: int, pp: int, gpus: int, gbs: int, tflops: float) -> Hel
     per_token = megatron_flops_per_token(cfg["layers"], h, heads, heads, h // heads, cfg["d_ff"], cfg["vocab"], 4096,
                                          gated=False, causal=False)
     return HeldOutRun("megatron-lm-2024", f"GPT-{size}", "DGX-H100", "BF16", gpus, gbs, None, 4096, tp, pp, 1,
-                      1 if pp == 1 else None, 1, 0, tflops * 1e12 / per_token, tflops, "", _FP32_GRADS)
+                      1 if pp == 1 else None, 1, 0, tflops * 1e12 / per_token, tflops, "", FP32_GRADS)
 
 
 # Megatron-LM README model table (Megatron-Core r0.8.0, DGX H100, BF16, data parallel 48; the models'
