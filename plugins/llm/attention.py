@@ -1,4 +1,5 @@
-"""The attention core of one layer (scores, softmax, context) as Megatron runs it: fused or not.
+"""The attention of one layer as Megatron runs it: its core (scores, softmax, context), fused or not, and
+its linear layers (:func:`linear_times`).
 
 Option ``attention`` of the ``megatron-3d`` cost model:
 
@@ -83,3 +84,19 @@ def recomputed_core_flops(cfg: TransformerConfig, attention: str = "unfused") ->
     if attention == "flash":
         return cfg.heads * flash_flops(cfg)
     return 2.0 * cfg.seq_len**2 * cfg.heads * (cfg.q_head_dim + cfg.v_head_dim)
+
+
+def linear_times(cfg: TransformerConfig, lin, tok, t, sp) -> tuple[tuple, tuple]:
+    """(forward, backward) seconds of the attention's input linears and of its output projection
+    on one tensor-parallel rank (``cfg.attention_linears()``): column-parallel ones over the heads,
+    the row-parallel output over its input, and latent attention's duplicated down-projections on
+    the rank's own tokens (``s/t`` with sequence parallelism, Megatron-Core's ``duplicated`` TELinear)."""
+    inputs, output = (0.0, 0.0), (0.0, 0.0)
+    for _, n_in, n_out, split in cfg.attention_linears():
+        if split == "row":
+            output = lin.gemm_times(tok, n_out, n_in / t)
+            continue
+        rows = tok / np.where(np.asarray(sp, bool), t, 1.0) if split == "duplicated" else tok
+        f, b = lin.gemm_times(rows, n_out / t if split == "column" else n_out, n_in)
+        inputs = (inputs[0] + f, inputs[1] + b)
+    return inputs, output

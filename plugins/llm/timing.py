@@ -94,22 +94,6 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
     return np.ceil(cfg.vocab / unit) * unit
 
 
-def attention_gemms(cfg: TransformerConfig, lin: Device, tok, t, sp) -> tuple[tuple, tuple]:
-    """(forward, backward) seconds of the attention's input linears and of its output projection
-    on one tensor-parallel rank (``cfg.attention_linears()``): column-parallel ones over the heads,
-    the row-parallel output over its input, and latent attention's duplicated down-projections on
-    the rank's own tokens (``s/t`` with sequence parallelism, Megatron-Core's ``duplicated`` TELinear)."""
-    inputs, output = (0.0, 0.0), (0.0, 0.0)
-    for _, n_in, n_out, split in cfg.attention_linears():
-        if split == "row":
-            output = lin.gemm_times(tok, n_out, n_in / t)
-            continue
-        rows = tok / np.where(np.asarray(sp, bool), t, 1.0) if split == "duplicated" else tok
-        f, b = lin.gemm_times(rows, n_out / t if split == "column" else n_out, n_in)
-        inputs = (inputs[0] + f, inputs[1] + b)
-    return inputs, output
-
-
 def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None,
                   ep=1.0, opts: Options = Options()) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
@@ -126,7 +110,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     s, h = cfg.seq_len, cfg.d_model
     tok = np.asarray(b, float) * s
     t = np.asarray(t, float)
-    qkv, proj = attention_gemms(cfg, lin, tok, t, sp)
+    qkv, proj = attn.linear_times(cfg, lin, tok, t, sp)
     if cfg.moe is None:
         mlp_in = lin.gemm_times(tok, cfg.mlp_in / t, h)  # column-parallel (gate and up when gated)
         mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel

@@ -8,6 +8,7 @@ import pytest
 from optmap.cli import main
 from optmap.errors import OptmapError
 from optmap.plugins.llm import memory, precision, timing
+from optmap.plugins.llm.attention import linear_times
 from optmap.plugins.llm.compute import H100_FIT, Device
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.transformer.workload import transformer, transformer_graph
@@ -62,7 +63,7 @@ def test_planner_prices_the_latent_linears_by_hand():
     # each rank's 512 tokens, the up-projections over 1/8 of the heads on all 4,096, the output projection
     # over 1/8 of its input
     cfg, dev, tok, t = PRESETS["deepseek-v3"], Device(989.4e12, 3350e9, H100_FIT), 4096.0, 8.0
-    inputs, output = timing.attention_gemms(cfg, dev, tok, t, True)
+    inputs, output = linear_times(cfg, dev, tok, t, True)
     down = dev.gemm_time(tok / t, Q_LORA, D) + dev.gemm_time(tok / t, KV_LORA + ROPE, D)
     up = dev.gemm_time(tok, HEADS * (NOPE + ROPE) / t, Q_LORA) + dev.gemm_time(tok, HEADS * (NOPE + V) / t, KV_LORA)
     assert float(inputs[0]) == pytest.approx(float(down + up)) and float(inputs[1]) == pytest.approx(2 * float(down + up))
