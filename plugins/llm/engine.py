@@ -137,7 +137,7 @@ def plan_table(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> tu
     if not len(shapes["tensor_parallel"]):
         return {k: np.empty(0) for k in DECISIONS}, {}
     values, cols, distinct = score_all(model, allowed, shapes)
-    full = np.broadcast_shapes(distinct.shape, *(np.shape(cols[k]) for k in cols),
+    full = np.broadcast_shapes(distinct.shape, *(np.shape(c) for c in cols.values()),
                                *(np.shape(v) for v in values.values()))
     keep = np.broadcast_to(distinct, full)
     names = {*cols, *model.metrics}  # the derived metrics too (:class:`.footprint.Columns`)
