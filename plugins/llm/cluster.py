@@ -252,8 +252,9 @@ def slowest(system: System, groups: np.ndarray) -> Link:
     return min(links, key=lambda link: (link.bandwidth, -link.latency))
 
 
-def expert_links(system: System, t, d, p, ep, etp: int) -> dict[str, np.ndarray]:
-    """Links of Megatron-Core's expert groups for arrays of (tensor, data, pipeline, expert) sizes.
+def expert_links(system: System, t, d, p, ep, etp) -> dict[str, np.ndarray]:
+    """Links of Megatron-Core's expert groups for arrays of (tensor, data, pipeline, expert, expert
+    tensor) sizes.
 
     Expert ranks follow Megatron-Core's expert rank generator (order ``tp-cp-ep-dp-pp`` with ``tp =
     etp``, context parallel 1, inside each stage's ``t·d`` ranks; :mod:`.moe`): an ETP group is
@@ -264,35 +265,34 @@ def expert_links(system: System, t, d, p, ep, etp: int) -> dict[str, np.ndarray]
     priced as :func:`plan_links` prices rings. Any other System: :func:`group_link` per group, the
     all-to-all at the slowest EP group's rate.
     """
-    t, d, p, ep = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (t, d, p, ep)))
-    (ut, ud, up, uep), inverse = _distinct(t, d, p, ep)  # place each (t, d, p, ep) once
-    edp = np.maximum(ut * ud // (uep * etp), 1)
+    t, d, p, ep, etp = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (t, d, p, ep, etp)))
+    (ut, ud, up, uep, uetp), inverse = _distinct(t, d, p, ep, etp)  # place each (t, d, p, ep, etp) once
+    edp = np.maximum(ut * ud // (uep * uetp), 1)
     cols: dict[str, np.ndarray] = {}
     if "gpus_per_node" in system.params:
         q = system.params
         gpn = int(q["gpus_per_node"])
         intra, inter = float(q["intra_bandwidth"]), float(q["inter_bandwidth"])
         lat = (float(q["intra_latency"]), float(q["inter_latency"]))
-        blocks = np.maximum(ut * ud * up // (uep * etp), 1)
-        ep_span, ep_k = placement.data_groups(np.full_like(ut, etp), uep, blocks, gpn)
+        blocks = np.maximum(ut * ud * up // (uep * uetp), 1)
+        ep_span, ep_k = placement.data_groups(uetp, uep, blocks, gpn)
         cols["ep_intra_bw"] = np.where(uep > 1, intra, np.inf)
         cols["ep_inter_bw"] = np.where(ep_span, inter, np.inf)
         cols["ep_lat"] = np.where(uep > 1, np.where(ep_span, lat[1], lat[0]), 0.0)
         cols["ep_members"] = np.where(ep_span, ep_k, uep).astype(float)
-        groups = (("etp", np.full_like(ut, etp), placement.tensor_groups(np.full_like(ut, etp), ut * ud * up // etp,
-                                                                           np.ones_like(ut), gpn)),
-                  ("edp", edp, placement.data_groups(uep * etp, edp, up, gpn)))
+        groups = (("etp", uetp, placement.tensor_groups(uetp, ut * ud * up // uetp, np.ones_like(ut), gpn)),
+                  ("edp", edp, placement.data_groups(uep * uetp, edp, up, gpn)))
         for name, size, (spans, k) in groups:
             cols[f"{name}_bw"] = np.where(size <= 1, np.inf, np.where(spans, np.minimum(intra, k * inter), intra))
             cols[f"{name}_lat"] = np.where(size <= 1, 0.0, np.where(spans, lat[1], lat[0]))
     else:
         last = system.count - 1
         rows = []
-        for tt, dd, pp, ee in zip(ut.tolist(), ud.tolist(), up.tolist(), uep.tolist()):
-            ee_dp = max(tt * dd // (ee * etp), 1)
-            ranks = np.minimum(np.arange(pp * ee_dp * ee * etp), last).reshape(pp, ee_dp, ee, etp)
+        for tt, dd, pp, ee, et in zip(ut.tolist(), ud.tolist(), up.tolist(), uep.tolist(), uetp.tolist()):
+            ee_dp = max(tt * dd // (ee * et), 1)
+            ranks = np.minimum(np.arange(pp * ee_dp * ee * et), last).reshape(pp, ee_dp, ee, et)
             a2a = slowest(system, ranks.transpose(0, 1, 3, 2).reshape(-1, ee)) if ee > 1 else Link(np.inf, 0.0)
-            tensor = slowest(system, ranks.reshape(-1, etp)) if etp > 1 else Link(np.inf, 0.0)
+            tensor = slowest(system, ranks.reshape(-1, et)) if et > 1 else Link(np.inf, 0.0)
             data = slowest(system, ranks.transpose(0, 2, 3, 1).reshape(-1, ee_dp)) if ee_dp > 1 else Link(np.inf, 0.0)
             rows.append((a2a.bandwidth, a2a.bandwidth, a2a.latency, ee, tensor.bandwidth, tensor.latency,
                          data.bandwidth, data.latency))

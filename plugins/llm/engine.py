@@ -1,10 +1,11 @@
 """Engine ``megatron-3d``: every valid plan of the space, scored in one vectorised pass.
 
 The enumeration builds only valid *shapes* (tensor, pipeline, data, micro-batch, interleaving,
-context, expert parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp splitting the sequence
-in 2·cp chunks), then the micro-batch sizes that divide each replica's batch, then the interleaving
-degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`), then the expert sizes that
-fold into the stage (and for a MoE model its one sequence-parallel setting, :func:`keys`). Each shape
+context, expert and expert tensor parallel): the (t, p, d, cp) quadruples that fit the GPUs (cp
+splitting the sequence in 2·cp chunks), then the micro-batch sizes that divide each replica's batch,
+then the interleaving degrees Megatron-LM accepts and the layer split allows (:mod:`.stages`), then
+the expert sizes that fold into the stage, expert tensor parallel 1 or t (:func:`.moe.untried_etp`),
+and for a MoE model its one sequence-parallel setting (:func:`keys`). Each shape
 is priced once and broadcast over the recompute and switch settings (an array ``[shapes, recompute,
 sequence_parallel, optimizer_sharding, dp_overlap, fsdp, offload, grad_reduce_in_fp32]``), so
 the costly GEMM and link pricing runs once per shape and only the final sums run per plan. A switch
@@ -28,11 +29,11 @@ from optmap.errors import OptmapError
 from optmap.search import Budget, Evaluator, SearchEngine
 from optmap.search.budget import DEFAULT_SECONDS
 
-from . import memory, offload, stages
+from . import memory, moe, offload, stages
 from .model import CATEGORIES, DECISIONS, SWITCHES, Megatron3DCostModel
 
-SHAPE = (*DECISIONS[:5], "context_parallel", "expert_parallel")  # tensor, pipeline, data, micro-batch,
-# interleaving, context, expert: each shape priced once
+SHAPE = (*DECISIONS[:5], "context_parallel", "expert_parallel", "expert_tensor_parallel")  # tensor, pipeline,
+# data, micro-batch, interleaving, context, expert, expert tensor: each shape priced once
 AXES = ("recompute", *SWITCHES, "fsdp", "offload", "grad_reduce_in_fp32")  # the axes each shape is broadcast over
 
 
@@ -55,7 +56,7 @@ def choices(evaluator: Evaluator) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Index arrays (into ``allowed``) of every valid (t, p, d, b, v, ep) shape, one entry per shape."""
+    """Index arrays (into ``allowed``) of every valid (t, p, d, b, v, cp, ep, etp) shape, one entry per shape."""
     c = {k: allowed[k].astype(float) for k in SHAPE}
     it, ip, id_, ic = (a.ravel() for a in np.meshgrid(np.arange(len(c["tensor_parallel"])),
                                                       np.arange(len(c["pipeline_parallel"])),
@@ -77,11 +78,12 @@ def enumerate_shapes(model: Megatron3DCostModel, allowed: dict[str, np.ndarray])
     it, ip, id_, ib, ic = it[r], ip[r], id_[r], ib[r], ic[r]
     keep = ~has_data_parallel_twin(c, c["data_parallel"][id_], c["microbatch_size"][ib], c["context_parallel"][ic])
     it, ip, id_, ib, iv, ic = it[keep], ip[keep], id_[keep], ib[keep], iv[keep], ic[keep]
-    # expert parallelism (:mod:`.moe`): ep·etp divides each stage's t·d·cp GPUs
-    tdc = c["tensor_parallel"][it] * c["data_parallel"][id_] * c["context_parallel"][ic]
-    etp = model.options.expert_tensor_parallel
-    r, ie = np.nonzero(np.mod(tdc[:, None], c["expert_parallel"][None, :] * etp) == 0)
-    shapes = dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ic[r], ie)))
+    # expert and expert tensor parallelism (:mod:`.moe`): ep·etp divides each stage's t·d·cp GPUs, etp is 1 or t
+    t = c["tensor_parallel"][it][:, None, None]
+    ep, etp = c["expert_parallel"][None, :, None], c["expert_tensor_parallel"][None, None, :]
+    tdc = t * c["data_parallel"][id_][:, None, None] * c["context_parallel"][ic][:, None, None]
+    r, ie, ix = np.nonzero((np.mod(tdc, ep * etp) == 0) & ~moe.untried_etp(t, etp, model.etp_pinned))
+    shapes = dict(zip(SHAPE, (it[r], ip[r], id_[r], ib[r], iv[r], ic[r], ie, ix)))
     if model.config.moe is None:
         return shapes
     # a MoE model's sequence parallelism (:func:`keys`): on at t > 1, off at t = 1 unless only on is allowed
@@ -230,7 +232,8 @@ def describe(model: Megatron3DCostModel, values: dict[str, np.ndarray], cols: di
                      "recompute": memory.RECOMPUTE[int(values["recompute"][i])],
                      "sp": bool(values["sequence_parallel"][i]), "zero1": bool(values["optimizer_sharding"][i]),
                      "dp overlap": bool(values["dp_overlap"][i]), "cp": int(values["context_parallel"][i]),
-                     **({"expert": int(values["expert_parallel"][i])} if model.config.moe else {}),
+                     **({"expert": int(values["expert_parallel"][i]),
+                         "expert tensor": int(values["expert_tensor_parallel"][i])} if model.config.moe else {}),
                      "fsdp": bool(values["fsdp"][i]), "offload": offload.OFFLOAD[int(values["offload"][i])],
                      "fp32 grads": bool(values["grad_reduce_in_fp32"][i]), "time s": float(cols["time"][i]),
                      "tokens/s": float(cols["throughput"][i]), "memory GiB": float(cols["memory_gib"][i])})
@@ -286,8 +289,16 @@ class Megatron3DSearch(SearchEngine):
     @staticmethod
     def _why(model: Megatron3DCostModel, evaluator: Evaluator) -> str:
         """The rule the pinned plan breaks when every size is pinned (the switches cannot make a shape
-        valid), else the general advice."""
+        valid; an unpinned expert tensor size is taken at 1, which divides into more shapes than t), else
+        the general advice."""
         space = evaluator.space
-        if set(SHAPE) <= set(space.pinned):
-            return model.evaluate(space.decode(space.lower)).reason
+        if set(SHAPE) - {"expert_tensor_parallel"} <= set(space.pinned):
+            plan = space.decode(space.lower).as_dict()
+            if "sequence_parallel" not in space.pinned:  # on: a MoE model with t > 1 needs it, off never helps
+                plan["sequence_parallel"] = True
+            return model.evaluate(space.mapping(plan)).reason
+        etp = space.variables[space.index("expert_tensor_parallel")].choices
+        if model.etp_pinned and etp[0] > 1:
+            return (f"relax a pin, or [cost] expert_tensor_parallel = {etp[0]}: expert_parallel × {etp[0]} must divide "
+                    f"tensor × data × context")
         return "relax a pin or change the GPU count or batch"

@@ -138,7 +138,7 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--disable-bias-linear", None))
     # Megatron-LM's default dropout is 0.1; the plan's memory counts masks only for a nonzero one
     args += [("--hidden-dropout", cfg.dropout), ("--attention-dropout", cfg.dropout)]
-    args += _moe_flags(model)
+    args += _moe_flags(model, plan)
     lines = [flag if value is None else f"{flag} {value}" for flag, value in args]
     return " \\\n".join(lines) + "\n", notes
 
@@ -152,14 +152,15 @@ def _gradient_flags(rec: str, fp32: bool) -> list[tuple[str, object]]:
     return [] if fp32 else [("--grad-reduce-in-bf16", None)]
 
 
-def _moe_flags(model) -> list[tuple[str, object]]:
-    """Megatron-Core's MoE flags of the model and the cost options the plan was priced with."""
+def _moe_flags(model, plan: dict) -> list[tuple[str, object]]:
+    """Megatron-Core's MoE flags of the model, the plan's expert tensor parallelism and the cost options
+    the plan was priced with."""
     moe = model.config.moe
     if moe is None:
         return []
     flags: list[tuple[str, object]] = [
         ("--num-experts", moe.experts), ("--moe-router-topk", moe.top_k), ("--moe-ffn-hidden-size", moe.d_ff),
-        ("--expert-tensor-parallel-size", int(model.options.expert_tensor_parallel)),
+        ("--expert-tensor-parallel-size", int(plan["expert_tensor_parallel"])),
         ("--moe-grouped-gemm", None)]
     dispatcher = model.options.moe_dispatcher
     flags += ([("--moe-token-dispatcher-type", "alltoall")] if dispatcher == "alltoall" else
@@ -236,8 +237,8 @@ def _moe_notes(model, plan: dict) -> list[str]:
              f"hidden_size={model.config.d_model}, num_experts={moe.experts}, ep_size={ep}, k={moe.top_k})"]
     if moe.top_k > 2:
         notes.append(f"top_k = {moe.top_k}: DeepSpeed's MoE gate supports k = 1 or 2 only")
-    if model.options.expert_tensor_parallel > 1:
-        notes.append(f"expert_tensor_parallel = {int(model.options.expert_tensor_parallel)}: not mapped to "
+    if plan["expert_tensor_parallel"] > 1:
+        notes.append(f"expert_tensor_parallel = {int(plan['expert_tensor_parallel'])}: not mapped to "
                      f"DeepSpeed's MoE layer")
     if moe.groups > 1:
         notes.append(f"groups = {moe.groups}, group_top_k = {moe.group_top_k}: DeepSpeed's MoE gate has no "

@@ -284,11 +284,18 @@ class HeldOutRun:
 #   their recipes name none, or name DeepEP where the 26.02 release notes say the container lacks it;
 # * the expert all-to-all overlap (``moe_a2a_overlap=True``) where every recipe commit read that has
 #   the layout sets it: Qwen3-235B-A22B on H100 (all three), Qwen3-30B-A3B on H100 with EP 8 and
-#   Qwen3-235B-A22B on 64 B200s (c3e43e6aa, the only commit with those layouts).
+#   Qwen3-235B-A22B on 64 B200s (c3e43e6aa, the only commit with those layouts);
+# * expert tensor parallelism 1 for every MoE row: the Qwen3, GPT-OSS and DeepSeek-V3 base configs
+#   set ``expert_tensor_parallel_size=1`` (``scripts/performance/configs/*/*_workload_base_configs.py``
+#   at c3e43e6aa and 21d102f5e, which every preset of those models inherits; ``etp: 1`` in the YAML
+#   configs of cac49dcd7, 2025-09).
 
 
 # the main gradients' type a run's software states (``[cost] grad_bytes``): bf16, or Megatron-LM's fp32
 BF16_GRADS, FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
+# the expert tensor parallelism a MoE run's software states (``[cost] expert_tensor_parallel``); where it
+# states none, Megatron-Core's default is the tensor-parallel size (``ModelParallelConfig.__post_init__``)
+EXPERT_TP_1 = (("expert_tensor_parallel", 1),)
 
 
 def _hybridep(run: HeldOutRun) -> bool:
@@ -312,6 +319,7 @@ def recipe_options(run: HeldOutRun) -> dict:
         options["fp8_scaling"] = "current"
     if bridge and run.moe:
         options["moe_dispatcher"] = "hybridep" if _hybridep(run) else "alltoall"
+        options.update(EXPERT_TP_1)
     if bridge and _a2a_overlap(run):
         options["moe_a2a_overlap"] = True
     return {**options, **dict(run.recipe)}

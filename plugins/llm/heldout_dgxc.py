@@ -37,10 +37,13 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
 * Grok-1 (``MixtralConfig8x7B`` widened: 64 layers, 6,144, 48 heads, 8 groups, 8 experts of 32,768,
   top 2, the Llama 3 tokenizer) runs the all-to-all dispatcher with capacity factor 1, padded
   (``MegatronTokenDropCallback``; the 24.12 YAML alike), gradients in bf16 for both precisions,
-  and expert tensor parallelism 4 on GB200 (``launch.sh`` ``ET``); the 24.12 YAML also turns the
-  userbuffers off and keeps 16-bit parameters beside the FP8 weights (``fp8_params: false``:
-  ``fp8_param_gather = false``);
-* DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``): the all-to-all dispatcher with token drop,
+  and expert tensor parallelism 4 on GB200 and 1 on H100 in 25.05 (``launch.sh`` ``ET``, 25.05.01); the
+  24.12 YAML also turns the userbuffers off and keeps 16-bit parameters beside the FP8 weights
+  (``fp8_params: false``: ``fp8_param_gather = false``), and sets no expert tensor parallelism, so NeMo
+  24.12 (NeMo 2.1.0: ``nlp_overrides.py`` calls ``initialize_model_parallel`` without it) runs Megatron-Core
+  0.10's default, the tensor-parallel size 4 (``parallel_state.py``: "expert_tensor_parallel_size (int,
+  default = tp_size)");
+* DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``; ``launch.sh`` ``ETP=1``): the all-to-all dispatcher with token drop,
   no userbuffers, and one multi-token prediction module: the script calls ``pretrain_recipe()``,
   whose ``use_mtp`` defaults to True (``recipes/deepseek_v3.py`` at 7a8f1cc7bc: ``mtp_num_layers=1``);
   the table's 61 layers are the main model's. Its stages hold ``64/PP - 1`` layers first and
@@ -52,7 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .heldout import BF16_GRADS, FP32_GRADS, HeldOutRun
+from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, HeldOutRun
 
 _ALLTOALL = (("moe_dispatcher", "alltoall"),)
 
@@ -77,7 +80,7 @@ def _grok(source: str, system: str, precision: str, gpus: int, tp: int, pp: int,
                  _ALLTOALL + recipe)
 
 
-_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False),) + FP32_GRADS  # fp32 gradients: Megatron-Core's default
+_DEEPSEEK = _ALLTOALL + (("tp_comm_overlap", False),) + FP32_GRADS + EXPERT_TP_1  # fp32 gradients: Megatron-Core's default
 
 # 25.03 (NeMo 24.12 with NeMo-Launcher; llama3.1/README_405b.md)
 DGXC_25_03 = [_step("dgxc-25.03", "LLAMA3.1-405B", "DGX-H100", p, 576, 252, 1, 8192, 8, 9, 2, 7, 1, t)
@@ -101,7 +104,8 @@ DGXC_25_04 = [
       for p, g, t in (("BF16", 512, 4.39), ("BF16", 1024, 4.41), ("FP8", 512, 2.97), ("FP8", 1024, 3.0))),
     *(_step("dgxc-25.04", "GPT3-175B", "DGX-H100", p, g, 2 * g, 1, 2048, 4, 8, 1, 6, 1, t)
       for p, g, t in (("BF16", 128, 8.309), ("BF16", 1024, 8.453), ("FP8", 128, 5.626), ("FP8", 1024, 5.82))),
-    *(_grok("dgxc-25.04", "DGX-H100", p, 1024, 4, 8, 2, 8, t, (("tp_comm_overlap", False), ("fp8_param_gather", False)))
+    *(_grok("dgxc-25.04", "DGX-H100", p, 1024, 4, 8, 2, 8, t, (("tp_comm_overlap", False), ("fp8_param_gather", False),
+                                                              ("expert_tensor_parallel", 4)))
       for p, t in (("BF16", 21.2), ("FP8", 17.01))),
 ]
 
@@ -120,7 +124,7 @@ DGXC_25_05 = [
       for p, g, t in (("BF16", 128, 2.189), ("BF16", 512, 2.229), ("FP8", 128, 1.483), ("FP8", 512, 1.549))),
     *(_strong(_step("dgxc-25.05", "Nemotron-340B", "DGX-GB200", p, g, 512, 1, 4096, 8, 4, 1, 12, 1, t))
       for p, g, t in (("BF16", 128, 32.66), ("BF16", 512, 8.468), ("FP8", 128, 21.83), ("FP8", 512, 5.668))),
-    *(_grok("dgxc-25.05", "DGX-H100", p, 512, 4, 8, 2, 8, t) for p, t in (("BF16", 15.933), ("FP8", 13.433))),
+    *(_grok("dgxc-25.05", "DGX-H100", p, 512, 4, 8, 2, 8, t, EXPERT_TP_1) for p, t in (("BF16", 15.933), ("FP8", 13.433))),
     *(_grok("dgxc-25.05", "DGX-GB200", p, g, 4, 1, 1, 1, t, (("expert_tensor_parallel", 4),))
       for p, g, t in (("BF16", 128, 7.325), ("BF16", 512, 7.324), ("FP8", 128, 5.298), ("FP8", 512, 5.193))),
     *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", g, 8 * g, 1, 4096, 2, pp, 1, 1, 64, t,

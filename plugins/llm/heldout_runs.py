@@ -7,7 +7,7 @@ model TFLOP/s/GPU, under its source's key and system.
 from __future__ import annotations
 
 from . import heldout_dgxc
-from .heldout import BF16_GRADS, FP32_GRADS, MODELS, HeldOutRun
+from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, MODELS, HeldOutRun
 
 
 def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
@@ -215,8 +215,9 @@ BRIDGE_2026 = _rows("bridge-26.02.01", "DGX-H100", [
 
 _ZOO = "moe-modelzoo"
 # its model_configs and scripts never set --tp-comm-overlap (Megatron-LM's default: off) nor
-# --grad-reduce-in-bf16 (Megatron-LM's bf16 default: fp32 gradients)
-_NO_TP_OVERLAP = (("tp_comm_overlap", False),) + FP32_GRADS
+# --grad-reduce-in-bf16 (Megatron-LM's bf16 default: fp32 gradients); every model_configs/benchmarking
+# file sets --expert-tensor-parallel-size 1 (and the Qwen3 table's ETP column says 1)
+_NO_TP_OVERLAP = (("tp_comm_overlap", False),) + FP32_GRADS + EXPERT_TP_1
 _DEEPEP = _NO_TP_OVERLAP + (("moe_dispatcher", "deepep"),)
 _ALLTOALL = _NO_TP_OVERLAP + (("moe_dispatcher", "alltoall"),)
 

@@ -28,6 +28,7 @@ class Plans:
     fsdp: np.ndarray = False  # fully sharded data parallel (:mod:`.sharding`)
     offload: np.ndarray = 0  # index into :data:`.offload.OFFLOAD`
     fp32_grads: np.ndarray = True  # main gradients in fp32 (else the 16-bit type; :func:`grad_bytes`)
+    etp: np.ndarray = 1.0  # expert-tensor-parallel size: ranks each expert's width is split over (:mod:`.moe`)
 
     @property
     def grad_bytes(self) -> np.ndarray:
@@ -80,7 +81,6 @@ class Options:
     host_bandwidth: float = 64e9  # bytes/s each way between a GPU and host memory (:mod:`.offload`)
     host_memory: float = np.inf  # bytes of host memory per GPU for what it offloads (:mod:`.offload`)
     fsdp_reshard: bool = True  # FSDP gathers each layer's weights again for its backward (:mod:`.sharding`)
-    expert_tensor_parallel: float = 1.0  # ranks each expert's width is split over (:mod:`.moe`)
     moe_a2a_overlap: bool = False  # expert all-to-alls beside another micro-batch's compute (:mod:`.moe`)
     moe_comm_share: float = 0.0  # share of the SMs an overlapped all-to-all holds (:func:`.moe.comm_share`)
     moe_load_imbalance: float = 1.0  # the busiest expert rank's tokens / the balanced share (:mod:`.moe`)

@@ -55,7 +55,7 @@ MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_
 
 DECISIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "microbatch_size", "interleaving",
              "recompute", "sequence_parallel", "optimizer_sharding", "dp_overlap", "context_parallel",
-             "expert_parallel", "fsdp", "offload", "grad_reduce_in_fp32")
+             "expert_parallel", "fsdp", "offload", "grad_reduce_in_fp32", "expert_tensor_parallel")
 CATEGORIES = {"recompute": memory.RECOMPUTE, "offload": offload.OFFLOAD}  # decisions carried as indices
 SWITCHES = ("sequence_parallel", "optimizer_sharding", "dp_overlap")
 PART_LABELS = {"forward_s": "forward", "backward_s": "backward", "recompute_s": "recomputation",
@@ -113,7 +113,7 @@ class Megatron3DCostModel(CostModel):
         fp8_param_gather: bool = True,
         fp8_scaling: Literal["delayed", "current"] = "delayed",
         uneven_stages: Literal["balanced", "any", "layout", "never"] = "balanced",
-        expert_tensor_parallel: ints(1, 4096) = 1,
+        expert_tensor_parallel: ints(1, 4096) | None = None,
         moe_load_imbalance: floats(1.0) = 1.0,
         moe_a2a_overlap: bool = False,
         moe_comm_sms: ints(0, 1024) = 20,
@@ -160,8 +160,9 @@ class Megatron3DCostModel(CostModel):
         may use (:mod:`.offload`; the host link is the topology's ``host_gbps``; default none: offloading
         only trades time for memory and multiplies the plans by four, so the search tries it when asked,
         e.g. ``offload = ["none", "optimizer", "activations", "both"]``); mixture-of-experts models (:mod:`.moe`):
-        ``expert_tensor_parallel`` ranks split each expert's width (``--expert-tensor-parallel-size``; 1, as
-        Megatron-Core's MoE guide recommends for fine-grained experts), ``moe_load_imbalance`` (>= 1) the busiest
+        ``expert_tensor_parallel`` pins the ranks that split each expert's width (``--expert-tensor-parallel-size``;
+        default: the search tries 1, as Megatron-Core's MoE guide recommends for fine-grained experts, and the
+        plan's tensor-parallel size, Megatron-Core's default; decision ``expert_tensor_parallel``), ``moe_load_imbalance`` (>= 1) the busiest
         rank's tokens over the balanced share, ``moe_a2a_overlap`` the all-to-alls beside another micro-batch's compute
         (``--overlap-moe-expert-parallel-comm``; ``moe_comm_sms`` the SMs they hold), ``moe_dispatcher`` the token
         dispatcher (``auto``: the flex dispatcher's backend for the system; ``alltoall``; ``deepep`` /
@@ -232,13 +233,14 @@ class Megatron3DCostModel(CostModel):
                                       fused_swiglu=fused_swiglu, fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),
-                                      expert_tensor_parallel=float(expert_tensor_parallel),
                                       moe_load_imbalance=float(moe_load_imbalance),
                                       moe_a2a_overlap=moe_a2a_overlap, moe_dispatcher=moe_dispatcher,
                                       moe_comm_share=moe.comm_share(acc, moe_comm_sms))
         kv = cfg.heads if cfg.kv_heads is None else cfg.kv_heads
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         gradients = precision.gradient_choices(rec.name, grad_bytes)  # the old default first: plans without it keep their meaning
+        self.etp_pinned = expert_tensor_parallel is not None  # else the search tries 1 and t (:func:`.moe.invalid`)
+        expert_sizes = moe.expert_tensor_sizes(cfg, divisors(width, self.n), expert_tensor_parallel)
         self.space = DesignSpace((
             categorical("tensor_parallel", divisors(width, self.n)),
             categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),
@@ -256,6 +258,7 @@ class Megatron3DCostModel(CostModel):
             categorical("offload", tuple(o for o in OFFLOAD if o in offload),
                         default="none" if "none" in offload else None),
             categorical("grad_reduce_in_fp32", gradients, default=gradients[0]),
+            categorical("expert_tensor_parallel", expert_sizes, default=expert_sizes[0]),
         ))
         # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
         self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
@@ -281,7 +284,8 @@ class Megatron3DCostModel(CostModel):
                             overlap=np.asarray(v["dp_overlap"], bool), cp=np.asarray(v["context_parallel"], float),
                             ep=np.asarray(v["expert_parallel"], float), fsdp=np.asarray(v["fsdp"], bool),
                             offload=np.asarray(v["offload"], np.int64),
-                            fp32_grads=np.asarray(v["grad_reduce_in_fp32"], bool))
+                            fp32_grads=np.asarray(v["grad_reduce_in_fp32"], bool),
+                            etp=np.asarray(v["expert_tensor_parallel"], float))
 
     def validity(self, plans: inputs.Plans) -> dict[str, np.ndarray]:
         """Boolean arrays, True where a plan breaks that rule (see the module docstring)."""
@@ -295,7 +299,7 @@ class Megatron3DCostModel(CostModel):
             "interleaving": (v > 1) & ((p == 1) | (np.mod(m, p) != 0)),
             "stages": ~stages.split(self.config.layers, p, v, self.options.uneven_stages).valid,
             "context": self.validity_of_context(cp),
-            "experts": moe.invalid(self.config, t, d * cp, plans.ep, plans.sp, self.options.expert_tensor_parallel),
+            "experts": moe.invalid(self.config, t, d * cp, plans.ep, plans.sp, plans.etp, self.etp_pinned),
             "overlap": moe.overlap_invalid(self.config, p, v, plans.ep, plans.recompute) if self.options.moe_a2a_overlap
             else np.zeros(np.shape(p), bool),
         }
@@ -311,7 +315,7 @@ class Megatron3DCostModel(CostModel):
         if self.config.moe is None:
             return inputs.Links(**links)
         return inputs.Links(**links, **expert_links(self.system, plans.tp, plans.dp * plans.cp, plans.pp, plans.ep,
-                                                    int(self.options.expert_tensor_parallel)))
+                                                    plans.etp))
 
     def score(self, plans: inputs.Plans, breakdown: bool = True) -> dict[str, np.ndarray]:
         """Every column of :func:`timing.evaluate` and ``feasible`` (valid and fits in memory);

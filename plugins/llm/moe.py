@@ -5,9 +5,11 @@ router, ``experts`` expert MLPs (``top_k`` per token) and optional shared expert
 (``megatron/core/transformer/moe``; its MoE README) trains it with:
 
 * **expert parallelism** ``ep`` (decision ``expert_parallel``): the experts are split over ``ep``
-  ranks, ``experts/ep`` each; **expert tensor parallelism** ``etp`` (cost option
+  ranks, ``experts/ep`` each; **expert tensor parallelism** ``etp`` (decision
   ``expert_tensor_parallel``, Megatron-Core's ``--expert-tensor-parallel-size``) splits each
-  expert's width over ``etp`` ranks. Expert ranks follow Megatron-Core's "parallel folding"
+  expert's width over ``etp`` ranks: the search tries 1 (the MoE guide's recommendation for
+  fine-grained experts) and ``t`` (Megatron-Core's default, ``ModelParallelConfig.__post_init__``),
+  :func:`untried_etp`. Expert ranks follow Megatron-Core's "parallel folding"
   (``parallel_state.initialize_model_parallel``: an expert rank generator of order
   ``tp-cp-ep-dp-pp`` with ``tp = etp``): ``etp`` consecutive ranks, the EP group ``ep`` ranks
   ``etp`` apart, the expert-data-parallel group ``edp = t·d/(ep·etp)`` ranks ``etp·ep`` apart,
@@ -240,8 +242,9 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, links, etp: float, im
     else:
         a2a = deduplicated_all_to_all(tokens, n, ep, links.ep_members, links.ep_intra_bw, links.ep_inter_bw,
                                       links.ep_lat, remote_nodes(cfg, ep, links.ep_members))
-    gather = coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
-    scatter = coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat) if etp > 1 else 0.0
+    etp = np.asarray(etp, float)
+    gather = np.where(etp > 1, coll.allgather(n * etp, etp, links.etp_bw, links.etp_lat), 0.0)
+    scatter = np.where(etp > 1, coll.reduce_scatter(n * etp, etp, links.etp_bw, links.etp_lat), 0.0)
     return 2.0 * a2a + gather + scatter  # dispatch (+ gather) and combine (+ scatter)
 
 
@@ -320,13 +323,15 @@ def dispatcher_for(name: str, topology: str) -> str:
     return "hybridep" if topology == "gb200-nvl72" else "deepep"
 
 
-def check_options(cfg: TransformerConfig, etp: int, imbalance: float, dispatcher: str = "alltoall") -> None:
+def check_options(cfg: TransformerConfig, etp: int | None, imbalance: float, dispatcher: str = "alltoall") -> None:
     """Refuse, in one line, MoE cost options that cannot hold for ``cfg``."""
     if dispatcher not in DISPATCHERS:
         raise OptmapError(f"[cost] moe_dispatcher must be one of {list(DISPATCHERS)}, got {dispatcher!r}")
     if imbalance < 1.0:
         raise OptmapError(f"[cost] moe_load_imbalance must be >= 1 (the busiest rank's tokens over the balanced "
                           f"share), got {imbalance}")
+    if etp is None:
+        return
     if etp < 1:
         raise OptmapError(f"[cost] expert_tensor_parallel must be >= 1, got {etp}")
     if cfg.moe is None and etp != 1:
@@ -335,14 +340,30 @@ def check_options(cfg: TransformerConfig, etp: int, imbalance: float, dispatcher
         raise OptmapError(f"[cost] expert_tensor_parallel = {etp} must divide the experts' d_ff = {cfg.moe.d_ff}")
 
 
-def invalid(cfg: TransformerConfig, t, d, ep, sp, etp: float) -> np.ndarray:
+def expert_tensor_sizes(cfg: TransformerConfig, tensor_sizes, pinned: int | None) -> tuple[int, ...]:
+    """Choices of decision ``expert_tensor_parallel``: the ``pinned`` size (cost option); else 1 and each
+    tensor-parallel size that divides the experts' ``d_ff`` (1 or ``t`` per plan); 1 for a dense model."""
+    if pinned is not None:
+        return (int(pinned),)
+    if cfg.moe is None:
+        return (1,)
+    return (1, *(int(t) for t in tensor_sizes if t > 1 and cfg.moe.d_ff % t == 0))
+
+
+def invalid(cfg: TransformerConfig, t, d, ep, sp, etp, pinned: bool = False) -> np.ndarray:
     """True where a plan breaks Megatron-Core's MoE rules: ``ep·etp`` must divide ``t·d`` (``d``: data ×
-    context parallel; and ``ep``
-    the experts, by its choices), and tensor parallelism needs sequence parallelism (``moe_layer.py``)."""
-    t, d, ep = (np.asarray(x, float) for x in (t, d, ep))
+    context parallel; and ``ep`` the experts, by its choices), and tensor parallelism needs sequence
+    parallelism (``moe_layer.py``); unless ``pinned`` (cost option), ``etp`` is 1 or ``t``."""
+    t, d, ep, etp = (np.asarray(x, float) for x in (t, d, ep, etp))
     if cfg.moe is None:
         return ep != 1
-    return (np.mod(t * d, ep * etp) != 0) | ((t > 1) & ~np.asarray(sp, bool))
+    return (np.mod(t * d, ep * etp) != 0) | ((t > 1) & ~np.asarray(sp, bool)) | untried_etp(t, etp, pinned)
+
+
+def untried_etp(t, etp, pinned: bool) -> np.ndarray:
+    """True where ``etp`` is neither 1 nor ``t``, the sizes the search tries, and the cost option does not pin it."""
+    t, etp = np.asarray(t, float), np.asarray(etp, float)
+    return (etp != 1) & (etp != t) & (not pinned)
 
 
 def overlap_invalid(cfg: TransformerConfig, p, v, ep, recompute) -> np.ndarray:
@@ -356,9 +377,10 @@ def overlap_invalid(cfg: TransformerConfig, p, v, ep, recompute) -> np.ndarray:
     return (ep == 1) | ((p > 1) & (v == 1)) | np.isin(recompute, (memory.FULL, memory.MOE))
 
 
-def reason(cfg: TransformerConfig, plan: dict, etp: int, overlap: bool = False) -> str:
+def reason(cfg: TransformerConfig, plan: dict, pinned: bool = False, overlap: bool = False) -> str:
     """Why a plan breaks :func:`invalid` (empty when it does not)."""
     t, d, ep = plan["tensor_parallel"], plan["data_parallel"], plan.get("expert_parallel", 1)
+    etp = plan.get("expert_tensor_parallel", 1)
     if cfg.moe is None:
         return "" if ep == 1 else f"expert_parallel = {ep} needs a mixture-of-experts model ([workload.moe])"
     if (t * d) % (ep * etp):
@@ -366,6 +388,9 @@ def reason(cfg: TransformerConfig, plan: dict, etp: int, overlap: bool = False) 
                 f"{t * d} (Megatron-Core carves expert ranks out of each stage's GPUs)")
     if t > 1 and not plan["sequence_parallel"]:
         return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel (Megatron-Core)"
+    if etp not in (1, t) and not pinned:
+        return (f"expert_tensor_parallel = {etp} is neither 1 nor tensor_parallel = {t}, the sizes the search "
+                f"tries; [cost] expert_tensor_parallel = {etp} pins another size")
     if overlap and overlap_invalid(cfg, plan["pipeline_parallel"], plan["interleaving"], ep,
                                    memory.RECOMPUTE.index(plan["recompute"])):
         return (f"moe_a2a_overlap (--overlap-moe-expert-parallel-comm) needs expert_parallel > 1, interleaving > 1 "

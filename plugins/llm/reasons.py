@@ -27,8 +27,7 @@ def why_not(model, plan: dict, memory_gib: float, host_gib: float = 0.0) -> str:
                 f"layers with uneven_stages = \"{opts.uneven_stages}\" (balanced: a divisor of the "
                 f"layers or of layers + 2; any: also any pipeline size up to the layers without interleaving; "
                 f"layout: any split up to layers + 2 chunks, Megatron-Core's --pipeline-model-parallel-layout)")
-    experts = moe.reason(cfg, {**plan, "data_parallel": d * cp}, int(opts.expert_tensor_parallel),
-                         opts.moe_a2a_overlap)
+    experts = moe.reason(cfg, {**plan, "data_parallel": d * cp}, model.etp_pinned, opts.moe_a2a_overlap)
     if experts:
         return experts
     limit = (model.capacity - opts.memory_reserve) / GIB

@@ -19,12 +19,13 @@ def megatron_rule(model) -> dict[str, Mapping]:
         if not ds or 1 not in choices["microbatch_size"]:
             continue
         d = max(ds)
-        ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * model.options.expert_tensor_parallel) == 0)
+        etp = choices["expert_tensor_parallel"][0]  # 1 unless the cost option pins another size
+        ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * etp) == 0)
         plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
                 "interleaving": 1, "recompute": rc, "sequence_parallel": model.config.moe is not None,
                 "optimizer_sharding": False, "dp_overlap": False, "context_parallel": 1, "expert_parallel": ep,
                 "fsdp": False, "offload": choices["offload"][0],
-                "grad_reduce_in_fp32": choices["grad_reduce_in_fp32"][0]}
+                "grad_reduce_in_fp32": choices["grad_reduce_in_fp32"][0], "expert_tensor_parallel": etp}
         mapping = model.space.mapping(plan)
         if model.evaluate(mapping).feasible:
             return {"megatron": mapping}

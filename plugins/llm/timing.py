@@ -95,16 +95,17 @@ def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
 
 
 def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device | None = None,
-                  ep=1.0, opts: Options = Options()) -> LayerTimes:
+                  ep=1.0, opts: Options = Options(), etp=1.0) -> LayerTimes:
     """Seconds of one layer on one TP rank (see the module docstring); element-wise kernels'
     backward reads and writes twice their forward traffic. ``linear`` prices the four linear
     GEMMs (FP8 recipes, :mod:`.precision`); the attention core (:mod:`.attention`, fused or not,
     ``opts.attention``) and element-wise kernels use ``dev``. A MoE model's layer is the average
-    of its dense and MoE layers, whose MLP is :func:`.moe.mlp_times`."""
+    of its dense and MoE layers, whose MLP is :func:`.moe.mlp_times` (``ep``, ``etp``: expert and expert
+    tensor parallel sizes)."""
     if cfg.moe is not None and cfg.moe.dense_layers:
         dense = layer_compute(cfg.with_(moe=None), dev, b, t, sp, linear, opts=opts)
         sparse = layer_compute(cfg.with_(moe=dataclasses.replace(cfg.moe, dense_layers=0)), dev, b, t, sp, linear,
-                               ep, opts)
+                               ep, opts, etp)
         return moe.blend(cfg, dense, sparse)
     lin = linear or dev
     s, h = cfg.seq_len, cfg.d_model
@@ -116,7 +117,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
         mlp_out = lin.gemm_times(tok, h, cfg.d_ff / t)  # row-parallel
         mlp_hide, act_bytes = mlp_in[1], 2.0 * ACT_BYTES * tok * cfg.mlp_in / t
     else:  # router, token permutation and the local experts (:mod:`.moe`), priced whole
-        experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, opts.expert_tensor_parallel, opts.moe_load_imbalance,
+        experts = moe.mlp_times(cfg, dev, lin, b, t, sp, ep, etp, opts.moe_load_imbalance,
                                 opts.moe_dispatcher, opts.fp8_scaling)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
@@ -196,8 +197,8 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     vocab = padded_vocab(cfg, t)
     bt = context.tokens_per_rank(b, cp)  # a context-parallel rank works on s/cp tokens per sequence
 
-    ep, etp = plans.ep, opts.expert_tensor_parallel
-    lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts)
+    ep, etp = plans.ep, plans.etp
+    lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts, etp)
     f_layer, b_layer = lt.forward, lt.backward
     # recomputed in the backward: the layer, the attention core, or the MoE layer's experts (its all-to-alls: below)
     rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE],

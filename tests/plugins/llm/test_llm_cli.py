@@ -20,9 +20,10 @@ PLAN = {"tensor_parallel": 8, "pipeline_parallel": 8, "data_parallel": 1, "micro
         "interleaving": 3, "recompute": "selective", "sequence_parallel": "true",
         "optimizer_sharding": "false", "dp_overlap": "false",
         # issue 25's decisions (every decision is fixed here, so they are too; a dense model has
-        # expert_parallel 1 only)
+        # expert_parallel and expert_tensor_parallel 1 only)
         "context_parallel": 1, "expert_parallel": 1, "fsdp": "false", "offload": "none",
-        "grad_reduce_in_fp32": "false"}  # fp16 training: 16-bit gradients, Megatron-LM's default
+        "grad_reduce_in_fp32": "false",  # fp16 training: 16-bit gradients, Megatron-LM's default
+        "expert_tensor_parallel": 1}
 
 
 def run(tmp_path, *args):

@@ -47,7 +47,7 @@ def test_enumeration_equals_filtered_grid():
     for i in range(len(brute)):
         key = (want.tp[i], want.pp[i], want.dp[i], want.mb[i], want.vp[i], float(want.recompute[i]),
                float(want.sp[i]), float(want.zero[i]), float(want.overlap[i]), want.cp[i], float(want.ep[i]),
-               float(want.fsdp[i]), float(want.offload[i]), float(want.fp32_grads[i]))  # the space's order
+               float(want.fsdp[i]), float(want.offload[i]), float(want.fp32_grads[i]), float(want.etp[i]))  # the space's order
         assert by_plan[key] == pytest.approx(times[i])
 
 

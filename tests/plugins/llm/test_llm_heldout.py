@@ -118,7 +118,7 @@ def test_runs_outside_the_summary_are_their_tables_with_one_assumption_each():
     # run_script.py at cac49dcd7: DeepEP and the overlap for DeepSeek-V3 on H100; the Qwen3 models
     # with the all-to-all dispatcher (token drop at capacity 1) and no overlap
     assert heldout.recipe_options(deepseek) == {"grad_bytes": 2, "fp8_scaling": "current", "moe_dispatcher": "deepep",
-                                                "moe_a2a_overlap": True}
+                                                "moe_a2a_overlap": True, "expert_tensor_parallel": 1}  # etp: 1
     qwen = runs["Qwen3-235B-A22B FP8-CS 256 H100 (bridge-25.09)"]
     assert heldout.recipe_options(qwen)["moe_dispatcher"] == "alltoall"
     assert heldout.recipe_options(qwen)["moe_a2a_overlap"] is False
@@ -167,7 +167,7 @@ def test_the_script_on_two_runs(tmp_path):
     plain = {g["group"]: g for g in data["summary_without_recipe_options"]}
     assert plain["H100 dense"]["mean_abs_error_percent"] == pytest.approx(h100["mean_abs_error_percent"])
     assert moe["recipe"] == {"grad_bytes": 2, "fp8_scaling": "current", "moe_dispatcher": "alltoall",
-                             "moe_a2a_overlap": True}
+                             "moe_a2a_overlap": True, "expert_tensor_parallel": 1}
     assert plain["H100 MoE"]["mean_abs_error_percent"] != pytest.approx(abs(moe["error_percent"]))
     # each problem file is the run's problem with its whole published layout pinned
     files = sorted(problems.glob("*.toml"))
@@ -273,7 +273,8 @@ def test_modelzoo_rows_are_their_published_step_times_and_recipes():
     overlap) do not reach it."""
     run = _run("Qwen3-235B-A22B BF16 256 H100 EP32 (moe-modelzoo)")
     assert run.measured_s == pytest.approx(19.7) and run.tokens_per_gpu == pytest.approx(1663.35, abs=0.01)
-    off = {"tp_comm_overlap": False, "grad_bytes": 4}  # no --tp-comm-overlap nor --grad-reduce-in-bf16 anywhere
+    # no --tp-comm-overlap nor --grad-reduce-in-bf16 anywhere; --expert-tensor-parallel-size 1 in every model config
+    off = {"tp_comm_overlap": False, "grad_bytes": 4, "expert_tensor_parallel": 1}
     assert heldout.recipe_options(run) == {**off, "moe_dispatcher": "deepep"}
     overlap = _run("Qwen3-235B-A22B BF16 256 H100 EP32 overlap (moe-modelzoo)")
     assert heldout.recipe_options(overlap) == {**off, "moe_dispatcher": "deepep", "moe_a2a_overlap": True}
@@ -360,11 +361,11 @@ def test_new_models_have_their_published_parameter_counts():
 def test_dgxc_rows_are_their_printed_step_times_and_recipes():
     """dgxc-benchmarking prints the step time itself; tokens/s/GPU = GBS × sequence / (step × GPUs)
     recovers it. Grok-1 on 512 H100s (grok1/README.md, 25.05): GBS 2 × 512, 8,192 tokens, 13.433 s;
-    its recipe (NeMo's pretrain_grok1_314b.py): bf16 gradients, the all-to-all dispatcher."""
+    its recipe (NeMo's pretrain_grok1_314b.py): bf16 gradients, the all-to-all dispatcher; launch.sh: ET=1."""
     grok = _run("Grok1-314B FP8 512 H100 (dgxc-25.05)")
     assert grok.tokens_per_gpu == pytest.approx(1024 * 8192 / (13.433 * 512)) and grok.measured_s == pytest.approx(13.433)
     assert (grok.dp, grok.ep, grok.group) == (8, 8, "H100 MoE")  # 512 / (TP 4 · PP 8 · CP 2)
-    assert heldout.recipe_options(grok) == {"grad_bytes": 2, "moe_dispatcher": "alltoall"}
+    assert heldout.recipe_options(grok) == {"grad_bytes": 2, "moe_dispatcher": "alltoall", "expert_tensor_parallel": 1}
     # GB200: expert tensor parallelism 4 (launch.sh ET=4); Llama 3.1 8B in either precision: bf16 gradients
     # (NeMo's llama3_8b.py pretrain_performance_optimizations); DeepSeek-V3: no performance mode, fp32
     assert heldout.recipe_options(_run("Grok1-314B BF16 128 GB200 (dgxc-25.05)"))["expert_tensor_parallel"] == 4

@@ -188,7 +188,7 @@ def test_multi_token_prediction_prices_one_more_layer_and_head():
         plan = {"tensor_parallel": 1, "pipeline_parallel": 1, "data_parallel": 1, "microbatch_size": 1,
                 "interleaving": 1, "recompute": "none", "sequence_parallel": False, "optimizer_sharding": False,
                 "dp_overlap": False, "context_parallel": 1, "expert_parallel": 1, "fsdp": False, "offload": "none",
-            "grad_reduce_in_fp32": True}
+            "grad_reduce_in_fp32": True, "expert_tensor_parallel": 1}
         values = {k: np.array([CATEGORIES[k].index(plan[k]) if k in CATEGORIES else plan[k]]) for k in DECISIONS}
         return {k: float(np.asarray(v).reshape(-1)[0]) for k, v in m.score(m.plan_arrays(values)).items()}
     without, with_ = columns(0), columns(1)

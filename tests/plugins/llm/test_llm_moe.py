@@ -34,7 +34,7 @@ def plan(**given):
     base = {"tensor_parallel": 1, "pipeline_parallel": 4, "data_parallel": 16, "microbatch_size": 1,
             "interleaving": 1, "recompute": "none", "sequence_parallel": False, "optimizer_sharding": False,
             "dp_overlap": False, "context_parallel": 1, "expert_parallel": 8, "fsdp": False, "offload": "none",
-            "grad_reduce_in_fp32": True}
+            "grad_reduce_in_fp32": True, "expert_tensor_parallel": 1}
     return {**base, **given}
 
 

@@ -124,7 +124,7 @@ def test_current_scaling_slows_the_casts_only_and_is_exported(tmp_path, capsys):
     plan = {"tensor_parallel": 8, "pipeline_parallel": 1, "data_parallel": 8, "microbatch_size": 1,
             "interleaving": 1, "recompute": "full", "sequence_parallel": True, "optimizer_sharding": True,
             "dp_overlap": True, "context_parallel": 1, "expert_parallel": 1, "fsdp": False, "offload": "none",
-            "grad_reduce_in_fp32": True}
+            "grad_reduce_in_fp32": True, "expert_tensor_parallel": 1}
     delayed, current = (columns(problem(fp8_scaling=s).cost_model, plan) for s in ("delayed", "current"))
     assert current["forward_s"] > delayed["forward_s"] and current["backward_s"] > delayed["backward_s"]
     assert current["memory_gib"] == delayed["memory_gib"] and current["optimizer_s"] == delayed["optimizer_s"]
