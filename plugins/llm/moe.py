@@ -38,8 +38,8 @@ The all-to-all (:func:`all_to_all`) is the pairwise exchange of Thakur et al. 20
 group's real links: the ``k`` members in the GPU's node exchange over NVLink, the other
 ``ep - k`` through the GPU's own network adapter, concurrently; ``k`` is the fewest members in a
 node of any EP group (:func:`.cluster.expert_links`). Cost option ``moe_dispatcher`` names the
-token dispatcher: ``alltoall`` (Megatron-Core's argument default, ``--moe-token-dispatcher-type
-alltoall``) sends every routed copy to its expert's rank; ``deepep`` and ``hybridep``
+token dispatcher: ``alltoall`` (``--moe-token-dispatcher-type alltoall``; Megatron-Core's default,
+``allgather``, is not modelled) sends every routed copy to its expert's rank; ``deepep`` and ``hybridep``
 (``--moe-token-dispatcher-type flex``; ``auto``, the default, picks one by system:
 :func:`dispatcher_for`) "remove redundant tokens during cross-node communication" (Megatron-Core MoE guide;
 DeepSeek-V3 §3.2.2): a token crosses the network once per other node that holds one of its

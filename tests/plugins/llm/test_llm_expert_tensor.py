@@ -5,6 +5,7 @@ published Grok-1 layout on GB200 that needs it."""
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 
 from optmap.cli import main
@@ -101,3 +102,21 @@ def test_recipes_state_the_expert_tensor_size_or_megatron_cores_default():
     assert etp("Grok1-314B BF16 512 H100 (dgxc-25.05)") == 1
     assert etp("Qwen3-235B-A22B FP8 256 H100 (bridge-26.04)") == 1
     assert etp("Qwen3-235B-A22B BF16 256 H100 TP4 EP8 (moe-modelzoo)") == 1
+
+
+def test_expert_links_of_mixed_sizes_in_one_call_equal_one_call_each():
+    # the search prices plans of different expert tensor sizes together: one vectorised call must
+    # place each plan's groups as a call for that plan alone does (brute force: test_llm_moe)
+    from optmap.plugins.hardware.accelerators import A100
+    from optmap.plugins.llm.cluster import dgx_h100, expert_links
+    from optmap.system import GroupSpec
+
+    system = dgx_h100([GroupSpec(A100, 128)])
+    cases = [(t, d, p, ep, etp) for t, d, p, ep in ((1, 16, 2, 8), (2, 16, 2, 16), (4, 4, 4, 4), (8, 4, 2, 32),
+                                                    (4, 8, 2, 8))
+             for etp in (1, 2, 4) if (t * d) % (ep * etp) == 0]
+    assert {c[-1] for c in cases} == {1, 2, 4}
+    together = expert_links(system, *(np.array(x) for x in zip(*cases)))
+    for i, case in enumerate(cases):
+        alone = expert_links(system, *case)
+        assert {k: float(v[i]) for k, v in together.items()} == {k: float(v) for k, v in alone.items()}, case

@@ -321,7 +321,7 @@ def test_export_moe_flags_and_deepspeed_notes(tmp_path, capsys):
     assert "shared_experts = 2" in err
 
 
-@pytest.mark.parametrize("etp", [1, 2])
+@pytest.mark.parametrize("etp", [1, 2, 4])
 def test_expert_groups_placed_as_megatron_core_ranks_them(etp):
     # brute force over Megatron-Core's expert rank layout (parallel_state: order tp-cp-ep-dp-pp with
     # tp = etp): ranks [stage, expert-data replica, expert shard, etp shard] fill 8-GPU nodes in order;
