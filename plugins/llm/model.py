@@ -325,7 +325,8 @@ class Megatron3DCostModel(CostModel):
             | bad["overlap"]
         # invalid plans are priced as the nearest valid shape would be, then marked infeasible
         safe = inputs.Plans(**{**plans.__dict__, "vp": np.where(bad["interleaving"] | bad["stages"], 1.0, plans.vp),
-                               "ep": np.where(bad["experts"], 1.0, plans.ep)})
+                               "ep": np.where(bad["experts"], 1.0, plans.ep),
+                               "etp": np.where(bad["experts"], 1.0, plans.etp)})
         out = timing.evaluate(self.config, self.batch, safe, self.links(safe), self.device, self.capacity, self.options,
                               linear=self.linear_device, breakdown=breakdown)
         out["feasible"] = out["feasible"] & ~invalid

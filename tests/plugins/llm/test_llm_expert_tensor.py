@@ -120,3 +120,17 @@ def test_expert_links_of_mixed_sizes_in_one_call_equal_one_call_each():
     for i, case in enumerate(cases):
         alone = expert_links(system, *case)
         assert {k: float(v[i]) for k, v in together.items()} == {k: float(v) for k, v in alone.items()}, case
+
+
+def test_sampling_engines_score_any_point_of_the_space():
+    # random, GA and TPE sample invalid plans too (here ep · etp above t · d): each is priced as its
+    # nearest valid shape and marked infeasible, never raised on (a random search ran into it)
+    m = problem("qwen3-30b-a3b", gpus=16, batch=16).cost_model
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, len(v.choices), 3000) for v in m.space.variables]).astype(float)
+    cols = m.evaluate_batch(X)
+    values = m.values(X)
+    broken = np.mod(values["tensor_parallel"] * values["data_parallel"] * values["context_parallel"],
+                    values["expert_parallel"] * values["expert_tensor_parallel"]) != 0
+    assert broken.any() and not cols["feasible"][broken].any()
+    assert np.isfinite(cols["time"]).all()
