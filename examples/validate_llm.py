@@ -193,6 +193,8 @@ def planner_choice(row: dict) -> str:
               if key not in row["layout"] and key in p]
     if "grad_bytes" not in row.get("recipe", {}) and "grad_reduce_in_fp32" in p:  # the planner's gradients
         chosen.append("fp32 grads" if p["grad_reduce_in_fp32"] else "bf16 grads")
+    if "expert_tensor_parallel" not in row.get("recipe", {}) and p.get("expert_tensor_parallel", 1) > 1:
+        chosen.append(f"etp {int(p['expert_tensor_parallel'])}")  # the planner's expert tensor parallelism
     recipe = [f"{k} = {v}" for k, v in row.get("recipe", {}).items()]  # pinned from the run's recipe
     return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in chosen) + "".join(f"; {x}" for x in recipe)
 
