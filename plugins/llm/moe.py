@@ -388,7 +388,7 @@ def reason(cfg: TransformerConfig, plan: dict, pinned: bool = False, overlap: bo
                 f"{t * d} (Megatron-Core carves expert ranks out of each stage's GPUs)")
     if t > 1 and not plan["sequence_parallel"]:
         return "a mixture-of-experts model with tensor_parallel > 1 needs sequence_parallel (Megatron-Core)"
-    if etp not in (1, t) and not pinned:
+    if untried_etp(t, etp, pinned):
         return (f"expert_tensor_parallel = {etp} is neither 1 nor tensor_parallel = {t}, the sizes the search "
                 f"tries; [cost] expert_tensor_parallel = {etp} pins another size")
     if overlap and overlap_invalid(cfg, plan["pipeline_parallel"], plan["interleaving"], ep,

@@ -14,12 +14,12 @@ def megatron_rule(model) -> dict[str, Mapping]:
     choices = {v.name: v.choices for v in model.space.variables}
     t = max(c for c in choices["tensor_parallel"] if c <= gpn)
     rc = "full" if "full" in choices["recompute"] else choices["recompute"][-1]
+    etp = choices["expert_tensor_parallel"][0]  # 1 unless the cost option pins another size
     for p in choices["pipeline_parallel"]:
         ds = [d for d in choices["data_parallel"] if t * p * d <= model.n]
         if not ds or 1 not in choices["microbatch_size"]:
             continue
         d = max(ds)
-        etp = choices["expert_tensor_parallel"][0]  # 1 unless the cost option pins another size
         ep = max(e for e in choices["expert_parallel"] if (t * d) % (e * etp) == 0)
         plan = {"tensor_parallel": t, "pipeline_parallel": p, "data_parallel": d, "microbatch_size": 1,
                 "interleaving": 1, "recompute": rc, "sequence_parallel": model.config.moe is not None,

@@ -292,7 +292,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
             grad_bytes * stage_experts, ACT_BYTES * stage_experts, edp, expert_zero, links.edp_bw, links.edp_lat))
         reduce, gather = reduce + expert_reduce, gather + expert_gather
     window = per_stage * b_layer  # the last micro-batch's backward pass, during which buckets reduce
-    overlap, hidden = np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window)  # exposed when overlapped
+    overlap, outlasts = np.asarray(plans.overlap, bool), np.maximum(0.0, reduce - window)  # exposed when overlapped
     emb_sync = np.where(p > 1, coll.allreduce(grad_bytes * vocab * h / t, 2, links.pp_bw, links.pp_lat), 0.0)
     sharded = zero | fsdp
     local = stage_dense / np.where(sharded, shards, 1.0) + stage_experts / np.where(expert_zero, edp, 1.0)
@@ -309,7 +309,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
             "pp_comm_s": m * p2p,
             "bubble_s": bubble,
             "grad_accumulation_s": m * accumulate,
-            "dp_comm_s": np.where(overlap, hidden, reduce) + gather + emb_sync,
+            "dp_comm_s": np.where(overlap, outlasts, reduce) + gather + emb_sync,
             "optimizer_s": optimizer,
             "cp_comm_s": m * per_stage * cp_layer,
             "fsdp_comm_s": m * per_stage * fsdp_layer,
@@ -320,7 +320,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     else:  # a search reads the total only: the per-micro-batch parts summed before the m micro-batches, and
         parts = {}  # the data-parallel overlap, the last axis, met last (the same sum, fewer passes over all plans)
         rest = summed((m * (stage + extra), bubble, gather, emb_sync, optimizer))
-        time = np.where(overlap, rest + hidden, rest + reduce)
+        time = np.where(overlap, rest + outlasts, rest + reduce)
 
     # memory per GPU: each stage holds its own parameters and activations (the first: the embedding and
     # the most micro-batches in flight, Korthikanti §4.2.3; the last: the logits); the fullest stage sizes it
