@@ -195,7 +195,8 @@ def planner_choice(row: dict) -> str:
         chosen.append("fp32 grads" if p["grad_reduce_in_fp32"] else "bf16 grads")
     if "expert_tensor_parallel" not in row.get("recipe", {}) and p.get("expert_tensor_parallel", 1) > 1:
         chosen.append(f"etp {int(p['expert_tensor_parallel'])}")  # the planner's expert tensor parallelism
-    recipe = [f"{k} = {v}" for k, v in row.get("recipe", {}).items()]  # pinned from the run's recipe
+    recipe = [f"{k} = {' / '.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"  # pinned from the
+              for k, v in row.get("recipe", {}).items()]  # run's recipe (a list: the settings it allows)
     return f"{p['recompute']}" + (" + " + ", ".join(switches) if switches else "") + "".join(f"; {x}" for x in chosen) + "".join(f"; {x}" for x in recipe)
 
 

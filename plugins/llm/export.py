@@ -79,6 +79,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args.append(("--recompute-granularity", "selective"))
     elif plan["recompute"] == "moe":  # the MoE layers re-run from their input (:mod:`.memory`)
         args += [("--recompute-granularity", "selective"), ("--recompute-modules", "moe")]
+    elif plan["recompute"] == "norm_act":  # the separate LayerNorms and the experts' activation (:mod:`.recompute`)
+        args += [("--recompute-granularity", "selective"), ("--recompute-modules", "layernorm moe_act")]
     elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
     if cp > 1:
@@ -220,6 +222,9 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
         notes.append("recompute = full: wrap each layer in deepspeed.checkpointing.checkpoint in the model code")
     elif plan["recompute"] == "moe":
         notes.append("recompute = moe: wrap each MoE layer in deepspeed.checkpointing.checkpoint in the model code")
+    elif plan["recompute"] == "norm_act":
+        notes.append("recompute = norm_act: DeepSpeed has no output-discarding checkpoint of the LayerNorms and "
+                     "the experts' activation; checkpoint them in the model code")
     if model.recipe.low_precision:
         notes.append(f"dtype = {rec}: no DeepSpeed config key; use Transformer Engine layers in the model "
                      f"(the config trains in bf16)")

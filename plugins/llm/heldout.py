@@ -71,9 +71,9 @@ Sources (each row names its own):
   TFLOP/s × 19.7 s × 256 GPUs / (2,048 × 4,096 tokens) = 147.3 GFLOP per token, the count 148.0).
   The scripts of the ModelZoo (``runtime_configs``, ``model_configs``) keep Megatron-LM's fp32
   gradients, the distributed optimizer and sequence parallelism, and never set
-  ``--tp-comm-overlap`` (each row's ``recipe``: ``tp_comm_overlap = False``); the recomputation they name
-  (``--recompute-modules`` layernorm, moe_act, moe, or full) is left to the planner, whose
-  recomputation is none, the attention core, or the whole layer. And Mixtral-8x22B in BF16 on 128
+  ``--tp-comm-overlap`` (each row's ``recipe``: ``tp_comm_overlap = False``); each row's ``recipe`` also
+  pins the recomputation its table or command names (``norm_act`` for "norm, act", ``full``, none where
+  blank; ``moe`` for the long-context "layernorm moe", its LayerNorm part not priced). And Mixtral-8x22B in BF16 on 128
   H100s (``best_practice/mixtral/run_mixtral_8x22B.sh`` with ``runtime_configs/benchmarking/
   runtime.conf``'s layout: "around 465 TFLOPS" with forced balancing; its FP8 figure is DeepSeek's
   block-wise recipe, which ``megatron-3d`` does not price, and is left out).
@@ -288,7 +288,12 @@ class HeldOutRun:
 # * expert tensor parallelism 1 for every MoE row: the Qwen3, GPT-OSS and DeepSeek-V3 base configs
 #   set ``expert_tensor_parallel_size=1`` (``scripts/performance/configs/*/*_workload_base_configs.py``
 #   at c3e43e6aa and 21d102f5e, which every preset of those models inherits; ``etp: 1`` in the YAML
-#   configs of cac49dcd7, 2025-09).
+#   configs of cac49dcd7, 2025-09);
+# * GPT-OSS-120B in BF16 recomputes its LayerNorms and experts' activation (``recompute = "norm_act"``,
+#   :mod:`.recompute`): every H100, B200 and GB200 BF16 config sets ``recompute_modules=["layernorm",
+#   "moe_act"]`` (``gpt_oss_workload_base_configs.py`` from c3e43e6aa to 5f98743d5), which acts from
+#   c9dd05869 (2025-12-10, "selective granularity recompute": ``overrides.py`` sets the granularity
+#   beside the modules; before it they were ignored), so in the 26.02 rows on, not in 25.11's.
 
 
 # the main gradients' type a run's software states (``[cost] grad_bytes``): bf16, or Megatron-LM's fp32
@@ -296,6 +301,7 @@ BF16_GRADS, FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
 # the expert tensor parallelism a MoE run's software states (``[cost] expert_tensor_parallel``); where it
 # states none, Megatron-Core's default is the tensor-parallel size (``ModelParallelConfig.__post_init__``)
 EXPERT_TP_1 = (("expert_tensor_parallel", 1),)
+NORM_ACT = ("norm_act",)  # ``[cost] recompute``: ``--recompute-modules layernorm moe_act`` only
 
 
 def _hybridep(run: HeldOutRun) -> bool:
@@ -322,5 +328,7 @@ def recipe_options(run: HeldOutRun) -> dict:
         options.update(EXPERT_TP_1)
     if bridge and _a2a_overlap(run):
         options["moe_a2a_overlap"] = True
+    if bridge and run.model == "GPT-OSS-120B" and run.dtype == "bf16" and run.source != "bridge-25.11":
+        options["recompute"] = NORM_ACT
     return {**options, **dict(run.recipe)}
 

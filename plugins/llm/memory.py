@@ -19,6 +19,8 @@ only its softmax output (``2 a s² b``): PyTorch's ``dropout`` returns its input
     selective:  replicated/(t if sp) + sharded/t              # Korthikanti Eq. 6: sbh(10 + 24/t), 34 sbh/t
     full:       2 sbh/(t if sp)                               # Korthikanti §5: only the layer input
     moe:        none without a MoE layer's routed-expert part  # Megatron-Core --recompute-modules moe
+    norm_act:   none without the separate LayerNorms' outputs and the experts' activation outputs
+                # Megatron-Core --recompute-modules layernorm moe_act (MoE guide, fine-grained recomputation)
 
 Fused (flash) attention, ``attention = "flash"`` (Dao 2023, FlashAttention-2 §3.1; TE's
 ``DotProductAttention`` as Megatron-Core runs it), never stores the ``s × s`` scores: the core keeps
@@ -47,8 +49,9 @@ import numpy as np
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-NONE, SELECTIVE, FULL, MOE = 0, 1, 2, 3
-RECOMPUTE = ("none", "selective", "full", "moe")
+NONE, SELECTIVE, FULL, MOE, NORM_ACT = 0, 1, 2, 3, 4
+RECOMPUTE = ("none", "selective", "full", "moe", "norm_act")
+MOE_ONLY = ("moe", "norm_act")  # settings that act on mixture-of-experts layers only
 
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
@@ -89,11 +92,13 @@ def mlp_bytes(cfg: TransformerConfig, width, s, g: float, b=1.0, fused_swiglu: b
 
 
 def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0,
-                      attention: str = "unfused", fused_swiglu: bool = False, routed=0.0) -> np.ndarray:
+                      attention: str = "unfused", fused_swiglu: bool = False, routed=0.0,
+                      discarded=0.0) -> np.ndarray:
     """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above);
     ``routed``: what a MoE layer keeps for its routed experts per GPU (:func:`.moe.routed_activations`),
     which ``moe`` recomputation (Megatron-Core ``--recompute-modules moe``: the MoE layer re-run from its
-    input, the pre-MLP LayerNorm's output counted above, ``moe_layer.py``) does not keep."""
+    input, the pre-MLP LayerNorm's output counted above, ``moe_layer.py``) does not keep; ``discarded``:
+    what ``norm_act`` recomputation does not keep (:func:`.recompute.discarded`)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
     rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes, attention, fused_swiglu)
@@ -101,7 +106,8 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_by
     selective = rep / rep_div + shard / t + routed
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
     rc = np.asarray(recompute)
-    return np.where(rc == NONE, none, np.where(rc == SELECTIVE, selective, np.where(rc == MOE, none - routed, full)))
+    return np.select([rc == NONE, rc == SELECTIVE, rc == MOE, rc == NORM_ACT],
+                     [none, selective, none - routed, none - discarded], full)
 
 
 def in_flight_micro_batches(p, v, m, stage=0) -> np.ndarray:

@@ -116,12 +116,12 @@ def local_tokens(cfg: TransformerConfig, b, t, sp) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class MLPTimes:
-    """Seconds of one MoE MLP and micro-batch on one GPU (forward, backward) and the backward of
-    the shared experts' first GEMM (what hides their tensor-parallel collective; 0 without)."""
+    """Seconds of one MoE MLP and micro-batch on one GPU (forward, backward), and two of its parts."""
 
     forward: np.ndarray
     backward: np.ndarray
-    shared_in: np.ndarray
+    shared_in: np.ndarray  # the shared experts' first GEMM, backward (hides their TP collective; 0 without)
+    act: np.ndarray  # the routed experts' activation, forward (what ``norm_act`` redoes, :mod:`.recompute`)
 
 
 def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbalance: float,
@@ -160,7 +160,7 @@ def mlp_times(cfg: TransformerConfig, dev, lin, b, t, sp, ep, etp: float, imbala
         s1, s2 = lin.gemm_times(full, s_in / t, h), lin.gemm_times(full, h, moe.shared_width / t)
         s_act = dev.memory_time(2.0 * ACT_BYTES * full * s_in / t, kernels=1)
         forward, backward, shared_in = forward + s1[0] + s2[0] + s_act, backward + s1[1] + s2[1] + 2.0 * s_act, s1[1]
-    return MLPTimes(forward, backward, shared_in)
+    return MLPTimes(forward, backward, shared_in, act)
 
 
 def all_to_all(nbytes, ep, members, intra_bw, inter_bw, latency) -> np.ndarray:
@@ -250,7 +250,7 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, links, etp: float, im
 
 def exchange_passes(recompute) -> np.ndarray:
     """How many times a layer's forward token exchange runs per micro-batch: forward and backward,
-    and the forward again with full or ``moe`` recomputation."""
+    and the forward again with full or ``moe`` recomputation (``norm_act`` repeats none)."""
     return 2.0 + np.isin(recompute, (memory.FULL, memory.MOE))
 
 

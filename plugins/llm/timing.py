@@ -62,7 +62,7 @@ from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
 from . import attention as attn
-from . import context, memory, moe, offload, precision, sharding, stages, userbuffers
+from . import context, memory, moe, offload, precision, recompute, sharding, stages, userbuffers
 from .compute import Device
 from .footprint import Columns, fullest, largest, summed
 from .inputs import Links, Options, Plans
@@ -86,6 +86,7 @@ class LayerTimes:
     core_backward: np.ndarray = 0.0  # the attention core, backward (hides the context-parallel ring)
     experts_forward: np.ndarray = 0.0  # a MoE layer's routed-expert MLP, forward (the rest is attention)
     experts_backward: np.ndarray = 0.0  # likewise, backward
+    norm_act: np.ndarray = 0.0  # the separate LayerNorms and the experts' activation, forward (:mod:`.recompute`)
 
 
 def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
@@ -121,6 +122,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
                                 opts.moe_dispatcher, opts.fp8_scaling)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
+    redo = recompute.redo_seconds(cfg, dev, b, t, sp, 0.0 if cfg.moe is None else experts.act)
     core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention, opts.attention_tflops)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
@@ -135,7 +137,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     forward = sum(g[0] for g in gemms) + core_f + elementwise + cast_forward
     backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise + cast_backward
     routed = (0.0, 0.0) if cfg.moe is None else mlp_in
-    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b, *routed)
+    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b, *routed, redo)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -200,9 +202,10 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ep, etp = plans.ep, plans.etp
     lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts, etp)
     f_layer, b_layer = lt.forward, lt.backward
-    # recomputed in the backward: the layer, the attention core, or the MoE layer's experts (its all-to-alls: below)
-    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE],
-                          [f_layer, lt.core, lt.experts_forward], 0.0)
+    # recomputed in the backward: the layer, the attention core, the MoE layer's experts (its all-to-alls:
+    # below), or the separate LayerNorms and the experts' activation
+    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.NORM_ACT],
+                          [f_layer, lt.core, lt.experts_forward, lt.norm_act], 0.0)
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine, each pass (MoE layers only, :mod:`.moe`)
     exchange = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
@@ -224,8 +227,9 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     fsdp_layer = np.where(fsdp, gather_f + gather_b, 0.0)
     routed = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.routed_activations(
         cfg, bt, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes, opts.fused_swiglu)
+    discarded = recompute.discarded(cfg, bt, t, sp, opts.moe_load_imbalance, opts.gemm_input_bytes, opts.fused_swiglu)
     act_layer = memory.layer_activations(cfg, bt, t, sp, rc, opts.gemm_input_bytes, opts.attention,
-                                         opts.fused_swiglu, routed)
+                                         opts.fused_swiglu, routed, discarded)
     offload_layer = np.where(off_act, offload.activation_exposed(act_layer, opts.host_bandwidth, f_layer,
                                                                  b_layer + rec_layer), 0.0)
 

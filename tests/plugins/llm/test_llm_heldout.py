@@ -268,19 +268,34 @@ def test_long_sequence_rows_leave_micro_batch_and_interleaving_to_the_planner():
 
 def test_modelzoo_rows_are_their_published_step_times_and_recipes():
     """Megatron-MoE-ModelZoo prints step times: 2,048 × 4,096 tokens / (19.7 s × 256 GPUs) =
-    1,663.4 tokens/s/GPU. Its dispatcher and overlap are the row's own recipe, and its fp32 gradients
-    (no --grad-reduce-in-bf16 in its scripts); the Megatron-Bridge rules (bf16 gradients, HybridEP,
-    overlap) do not reach it."""
+    1,663.4 tokens/s/GPU. Its dispatcher, overlap and recomputation are the row's own recipe, and its
+    fp32 gradients (no --grad-reduce-in-bf16 in its scripts); the Megatron-Bridge rules (bf16
+    gradients, HybridEP, overlap) do not reach it."""
     run = _run("Qwen3-235B-A22B BF16 256 H100 EP32 (moe-modelzoo)")
     assert run.measured_s == pytest.approx(19.7) and run.tokens_per_gpu == pytest.approx(1663.35, abs=0.01)
-    # no --tp-comm-overlap nor --grad-reduce-in-bf16 anywhere; --expert-tensor-parallel-size 1 in every model config
+    # no --tp-comm-overlap nor --grad-reduce-in-bf16 anywhere; --expert-tensor-parallel-size 1 in every
+    # model config; its table's recompute column "norm, act": --recompute-modules layernorm moe_act
     off = {"tp_comm_overlap": False, "grad_bytes": 4, "expert_tensor_parallel": 1}
-    assert heldout.recipe_options(run) == {**off, "moe_dispatcher": "deepep"}
+    norm_act = {"recompute": ("norm_act",)}
+    assert heldout.recipe_options(run) == {**off, "moe_dispatcher": "deepep", **norm_act}
     overlap = _run("Qwen3-235B-A22B BF16 256 H100 EP32 overlap (moe-modelzoo)")
-    assert heldout.recipe_options(overlap) == {**off, "moe_dispatcher": "deepep", "moe_a2a_overlap": True}
+    assert heldout.recipe_options(overlap) == {**off, "moe_dispatcher": "deepep", "moe_a2a_overlap": True, **norm_act}
     # "A2A" in its table: Megatron-Core's alltoall dispatcher, named (the planner's default is the flex one)
     assert heldout.recipe_options(_run("Qwen3-235B-A22B BF16 256 H100 EP8 PP32 (moe-modelzoo)")) == {
-        **off, "moe_dispatcher": "alltoall"}
+        **off, "moe_dispatcher": "alltoall", **norm_act}
+    # "full" beside Megatron-FSDP, a blank for TP 4 × EP 8, "layernorm moe" in the long-context command
+    for label, setting in (("EP8 FSDP", "full"), ("TP4 EP8", "none"), ("128K", "moe")):
+        assert heldout.recipe_options(_run(f"Qwen3-235B-A22B BF16 256 H100 {label} (moe-modelzoo)"))["recompute"] == (
+            setting,)
+
+
+def test_gpt_oss_bf16_recomputes_its_norms_and_activation_once_bridge_applies_the_modules():
+    """Megatron-Bridge's GPT-OSS BF16 configs name recompute_modules layernorm, moe_act at every commit
+    read; the granularity that makes them act came on 2025-12-10 (c9dd05869): 26.02 on, not 25.11."""
+    assert heldout.recipe_options(_run("GPT-OSS-120B BF16 64 H100 (bridge-26.02)"))["recompute"] == ("norm_act",)
+    assert heldout.recipe_options(_run("GPT-OSS-120B BF16 64 GB200 (bridge-26.04.01)"))["recompute"] == ("norm_act",)
+    assert "recompute" not in heldout.recipe_options(_run("GPT-OSS-120B BF16 64 B200 (bridge-25.11)"))
+    assert "recompute" not in heldout.recipe_options(_run("GPT-OSS-120B MXFP8 64 GB200 (bridge-26.06)"))
 
 
 def test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows():

@@ -44,12 +44,13 @@ def test_all_to_all_overlap_by_hand():
 
 def test_overlap_plans_follow_megatron_cores_rules():
     # transformer_config.py refuses --overlap-moe-expert-parallel-comm without expert parallelism,
-    # with a pipeline that is not interleaved, and with full or moe recomputation (none and
-    # selective pass); without the option every such plan stays valid
+    # with a pipeline that is not interleaved, and with full or moe recomputation (none, selective
+    # and norm_act pass); without the option every such plan stays valid
     on, off = problem(moe_a2a_overlap=True).cost_model, problem().cost_model
     refused = [plan(expert_parallel=1, interleaving=2), plan(), plan(interleaving=2, recompute="full"),
                plan(interleaving=2, recompute="moe")]
     accepted = [plan(interleaving=2), plan(interleaving=2, recompute="selective"),
+                plan(interleaving=2, recompute="norm_act"),
                 plan(pipeline_parallel=1, data_parallel=64)]
     def broken(model, given):
         values = {k: np.array([CATEGORIES[k].index(given[k]) if k in CATEGORIES else given[k]]) for k in DECISIONS}

@@ -1,0 +1,54 @@
+"""Recompute setting ``norm_act`` (Megatron-Core ``--recompute-modules layernorm moe_act``): which
+LayerNorms it re-runs, the bytes it frees and the seconds it adds, by hand on Mixtral 8x7B."""
+
+import pytest
+
+from optmap.plugins.llm import recompute
+from optmap.plugins.transformer.presets import PRESETS
+
+from test_llm_moe import columns, megatron_args, plan, problem
+
+
+@pytest.mark.parametrize("preset, norms", [
+    ("llama3-8b", 0.0),  # dense: both LayerNorms fused into the QKV and MLP-in GEMMs (gpt_layer_specs.py)
+    ("mixtral-8x7b", 1.0),  # every layer MoE: its pre-MLP LayerNorm feeds the router, a module of its own
+    ("deepseek-v3", 1.0 + 58 / 61),  # latent attention's input LayerNorm in all 61 layers, 58 of them MoE
+])
+def test_separate_layernorms_follow_megatron_cores_layer_spec(preset, norms):
+    assert recompute.separate_norms(PRESETS[preset]) == pytest.approx(norms, rel=1e-12)
+
+
+def test_norm_act_frees_the_norm_and_activation_outputs_and_reruns_them():
+    m = problem().cost_model  # Mixtral 8x7B on 64 H100s, plan: t 1, p 4, d 16, b 1, ep 8, bf16
+    none, light = columns(m, plan()), columns(m, plan(recompute="norm_act"))
+    # per layer and micro-batch (s = 4,096, h = 4,096, 2 copies per token, d_ff 14,336, fused SwiGLU):
+    # the pre-MLP LayerNorm's output, 2 B · 4,096 · 4,096, and each copy's activation output (the second
+    # expert GEMM's input), 2 B · 14,336: 33,554,432 + 234,881,024 = 256 MiB
+    per_layer = 2 * 4096 * 4096 + 4096 * 2 * 2 * 14336
+    assert per_layer == 256 * 2**20
+    in_flight = 4 * 8  # the first stage's 8 layers for its 4 micro-batches in flight (1F1B, p = 4)
+    assert none["memory_activations"] - light["memory_activations"] == pytest.approx(in_flight * per_layer)
+    # time: per micro-batch and layer the LayerNorm again (read and write 2 B · 4,096 · 4,096) and the
+    # SwiGLU again (read gate and up, write the product: 2 · 2 B · 8,192 copies · 28,672), one kernel
+    # each; 16 micro-batches (256 / 16) of 8 layers on the slowest stage; nothing else moves
+    dev = m.device
+    redo = dev.memory_time(2 * 2 * 4096 * 4096, kernels=1) + dev.memory_time(2 * 2 * 8192 * 28672, kernels=1)
+    assert light["recompute_s"] == pytest.approx(16 * 8 * redo, rel=1e-9) and none["recompute_s"] == 0
+    for part in ("forward_s", "backward_s", "ep_comm_s"):
+        assert light[part] == pytest.approx(none[part], rel=1e-12)
+    # no GEMM is repeated: the hardware FLOPs per iteration stay the model's
+    flops = lambda c: c["hardware_tflops_per_gpu"] * c["time"]  # noqa: E731
+    assert flops(light) == pytest.approx(flops(none), rel=1e-9)
+
+
+def test_norm_act_is_a_choice_of_moe_models_only():
+    choices = lambda model: next(v for v in model.space.variables if v.name == "recompute").choices  # noqa: E731
+    assert "norm_act" in choices(problem().cost_model)
+    assert "norm_act" not in choices(problem("llama3-8b", gpus=8, batch=8).cost_model)
+
+
+def test_export_names_both_modules(tmp_path, capsys):
+    out = megatron_args(tmp_path, capsys, "mixtral-8x7b", 64, 256,
+                        fixes=("tensor_parallel=1", "pipeline_parallel=4", "data_parallel=16", "expert_parallel=8",
+                               "microbatch_size=1", "interleaving=1", "recompute=norm_act"))
+    assert "--recompute-granularity selective \\\n--recompute-modules layernorm moe_act \\" in out
