@@ -81,6 +81,8 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
         args += [("--recompute-granularity", "selective"), ("--recompute-modules", "moe")]
     elif plan["recompute"] == "norm_act":  # the separate LayerNorms and the experts' activation (:mod:`.recompute`)
         args += [("--recompute-granularity", "selective"), ("--recompute-modules", "layernorm moe_act")]
+    elif plan["recompute"] == "mla_up_proj":  # latent attention's up-projections (:mod:`.recompute`)
+        args += [("--recompute-granularity", "selective"), ("--recompute-modules", "mla_up_proj")]
     elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
     if cp > 1:
@@ -225,6 +227,9 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     elif plan["recompute"] == "norm_act":
         notes.append("recompute = norm_act: DeepSpeed has no output-discarding checkpoint of the LayerNorms and "
                      "the experts' activation; checkpoint them in the model code")
+    elif plan["recompute"] == "mla_up_proj":
+        notes.append("recompute = mla_up_proj: DeepSpeed has no output-discarding checkpoint of the latent "
+                     "attention's up-projections; checkpoint them in the model code")
     if model.recipe.low_precision:
         notes.append(f"dtype = {rec}: no DeepSpeed config key; use Transformer Engine layers in the model "
                      f"(the config trains in bf16)")

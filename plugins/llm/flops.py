@@ -20,12 +20,15 @@ def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str
     """Hardware FLOPs of one iteration: the model FLOPs plus what recomputation runs again, one
     layer forward per layer with ``full`` (Narayanan et al. SC'21 Eq. 3 counts exactly this:
     ``96·B·s·l·h²·(1 + s/6h + V/16lh)``) or the attention core's two batched GEMMs with
-    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5), or the MoE layers'
-    router and experts with ``moe``."""
+    ``selective`` (QKᵀ and ·V, ``4·s²·h`` per sample and layer; Korthikanti §5), the MoE layers'
+    router and experts with ``moe``, or latent attention's up-projection GEMMs with ``mla_up_proj``
+    (``norm_act`` re-runs element-wise kernels only)."""
     layer = (cfg.flops_fwd() - cfg.head_flops_fwd() - cfg.mtp_flops_fwd()) / cfg.layers  # one layer forward
     core = attn.recomputed_core_flops(cfg, attention)
     experts = 0.0 if cfg.moe is None else cfg.moe_layers / cfg.layers * moe_mlp.layer_flops_fwd(
         cfg.moe, cfg.seq_len, cfg.d_model, cfg.gated_mlp)  # ``moe``: the average layer's MoE MLP again
+    up = 2.0 * cfg.seq_len * sum(n_in * n_out for _, n_in, n_out, split in cfg.attention_linears() if split == "column")
     rc = np.asarray(recompute)
-    again = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE], [layer, core, experts], 0.0)
+    again = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.MLA_UP_PROJ],
+                      [layer, core, experts, up if cfg.mla is not None else 0.0], 0.0)
     return model_flops(cfg, batch) + batch * cfg.layers * again

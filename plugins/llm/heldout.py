@@ -293,7 +293,11 @@ class HeldOutRun:
 #   :mod:`.recompute`): every H100, B200 and GB200 BF16 config sets ``recompute_modules=["layernorm",
 #   "moe_act"]`` (``gpt_oss_workload_base_configs.py`` from c3e43e6aa to 5f98743d5), which acts from
 #   c9dd05869 (2025-12-10, "selective granularity recompute": ``overrides.py`` sets the granularity
-#   beside the modules; before it they were ignored), so in the 26.02 rows on, not in 25.11's.
+#   beside the modules; before it they were ignored), so in the 26.02 rows on, not in 25.11's;
+# * DeepSeek-V3 recomputes its latent attention's up-projections (``recompute = "mla_up_proj"``) in the
+#   25.11 rows whose layout is the config that names ``recompute_modules=["mla_up_proj"]`` at both commits
+#   read (c3e43e6aa, 21d102f5e; ``deepseek_llm_pretrain.py`` sets the selective granularity itself):
+#   DGX B200 (PP 16, EP 8) and GB200 in BF16 (PP 4 × VP 4, EP 64). GB200's FP8 layout is neither config.
 
 
 # the main gradients' type a run's software states (``[cost] grad_bytes``): bf16, or Megatron-LM's fp32
@@ -330,5 +334,8 @@ def recipe_options(run: HeldOutRun) -> dict:
         options["moe_a2a_overlap"] = True
     if bridge and run.model == "GPT-OSS-120B" and run.dtype == "bf16" and run.source != "bridge-25.11":
         options["recompute"] = NORM_ACT
+    if run.source == "bridge-25.11" and run.model.startswith("DeepSeekV3") and (
+            run.system == "DGX-B200" or (run.system, run.dtype) == ("DGX-GB200", "bf16")):
+        options["recompute"] = ("mla_up_proj",)
     return {**options, **dict(run.recipe)}
 

@@ -43,7 +43,9 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   24.12 (NeMo 2.1.0: ``nlp_overrides.py`` calls ``initialize_model_parallel`` without it) runs Megatron-Core
   0.10's default, the tensor-parallel size 4 (``parallel_state.py``: "expert_tensor_parallel_size (int,
   default = tp_size)");
-* DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``; ``launch.sh`` ``ETP=1``): the all-to-all dispatcher with token drop,
+* DeepSeek-V3 (NeMo 25.04 ``pretrain_deepseek_v3.py``; ``launch.sh`` ``ETP=1``, and ``RM``, the recomputed
+  modules under the script's selective granularity: ``mla_up_proj`` on H100, ``core_attn`` on GB200, every
+  25.05 tag; ``recompute`` ``mla_up_proj`` and ``selective``): the all-to-all dispatcher with token drop,
   no userbuffers, and one multi-token prediction module: the script calls ``pretrain_recipe()``,
   whose ``use_mtp`` defaults to True (``recipes/deepseek_v3.py`` at 7a8f1cc7bc: ``mtp_num_layers=1``);
   the table's 61 layers are the main model's. Its stages hold ``64/PP - 1`` layers first and
@@ -128,9 +130,10 @@ DGXC_25_05 = [
     *(_grok("dgxc-25.05", "DGX-GB200", p, g, 4, 1, 1, 1, t, (("expert_tensor_parallel", 4),))
       for p, g, t in (("BF16", 128, 7.325), ("BF16", 512, 7.324), ("FP8", 128, 5.298), ("FP8", 512, 5.193))),
     *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", g, 8 * g, 1, 4096, 2, pp, 1, 1, 64, t,
-            _DEEPSEEK) for g, pp, t in ((512, 8, 48.948), (1024, 16, 52.04))),
+            _DEEPSEEK + (("recompute", ("mla_up_proj",)),)) for g, pp, t in ((512, 8, 48.948), (1024, 16, 52.04))),
     *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-GB200", "BF16", g, 8 * g, 1, 4096, 2, 4, 1, 1, ep, t,
-            _DEEPSEEK) for g, ep, t in ((128, 32, 34.168), (256, 64, 34.194), (512, 64, 34.274))),
+            _DEEPSEEK + (("recompute", ("selective",)),)) for g, ep, t in ((128, 32, 34.168), (256, 64, 34.194),
+                                                                            (512, 64, 34.274))),
 ]
 
 

@@ -21,6 +21,8 @@ only its softmax output (``2 a s² b``): PyTorch's ``dropout`` returns its input
     moe:        none without a MoE layer's routed-expert part  # Megatron-Core --recompute-modules moe
     norm_act:   none without the separate LayerNorms' outputs and the experts' activation outputs
                 # Megatron-Core --recompute-modules layernorm moe_act (MoE guide, fine-grained recomputation)
+    mla_up_proj: none without latent attention's up-projected queries, keys and values
+                # Megatron-Core --recompute-modules mla_up_proj (:mod:`.recompute`)
 
 Fused (flash) attention, ``attention = "flash"`` (Dao 2023, FlashAttention-2 §3.1; TE's
 ``DotProductAttention`` as Megatron-Core runs it), never stores the ``s × s`` scores: the core keeps
@@ -49,9 +51,9 @@ import numpy as np
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-NONE, SELECTIVE, FULL, MOE, NORM_ACT = 0, 1, 2, 3, 4
-RECOMPUTE = ("none", "selective", "full", "moe", "norm_act")
-MOE_ONLY = ("moe", "norm_act")  # settings that act on mixture-of-experts layers only
+NONE, SELECTIVE, FULL, MOE, NORM_ACT, MLA_UP_PROJ = 0, 1, 2, 3, 4, 5
+RECOMPUTE = ("none", "selective", "full", "moe", "norm_act", "mla_up_proj")
+MOE_ONLY, MLA_ONLY = ("moe", "norm_act"), ("mla_up_proj",)  # settings for mixture-of-experts / latent attention
 
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
@@ -93,12 +95,12 @@ def mlp_bytes(cfg: TransformerConfig, width, s, g: float, b=1.0, fused_swiglu: b
 
 def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_bytes: float = 2.0,
                       attention: str = "unfused", fused_swiglu: bool = False, routed=0.0,
-                      discarded=0.0) -> np.ndarray:
+                      discarded: dict | None = None) -> np.ndarray:
     """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above);
     ``routed``: what a MoE layer keeps for its routed experts per GPU (:func:`.moe.routed_activations`),
     which ``moe`` recomputation (Megatron-Core ``--recompute-modules moe``: the MoE layer re-run from its
     input, the pre-MLP LayerNorm's output counted above, ``moe_layer.py``) does not keep; ``discarded``:
-    what ``norm_act`` recomputation does not keep (:func:`.recompute.discarded`)."""
+    what each fine-grained setting does not keep, by its index (:func:`.recompute.discarded`)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
     rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes, attention, fused_swiglu)
@@ -106,8 +108,9 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_by
     selective = rep / rep_div + shard / t + routed
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
     rc = np.asarray(recompute)
-    return np.select([rc == NONE, rc == SELECTIVE, rc == MOE, rc == NORM_ACT],
-                     [none, selective, none - routed, none - discarded], full)
+    fine = discarded or {}
+    return np.select([rc == NONE, rc == SELECTIVE, rc == MOE, *(rc == k for k in fine)],
+                     [none, selective, none - routed, *(none - v for v in fine.values())], full)
 
 
 def in_flight_micro_batches(p, v, m, stage=0) -> np.ndarray:

@@ -5,7 +5,7 @@ Decisions (one categorical variable each; the choices are the sizes that can div
 (sizes that split the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
 (divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
 device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
-full, and for a MoE model moe and norm_act, :mod:`.recompute`), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
+full, for a MoE model moe and norm_act, with latent attention mla_up_proj: :mod:`.recompute`), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``context_parallel``
 (ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
 models: the experts split over ranks carved out of tensor × data × context parallelism,
@@ -98,7 +98,7 @@ class Megatron3DCostModel(CostModel):
         max_microbatch: ints(1, 4096) = 16,
         max_interleaving: ints(1, 1024) = 16,
         use_all_gpus: bool = False,
-        recompute: tuple[Literal["none", "selective", "full", "moe", "norm_act"], ...] = memory.RECOMPUTE,
+        recompute: tuple[Literal["none", "selective", "full", "moe", "norm_act", "mla_up_proj"], ...] = memory.RECOMPUTE,
         grad_bytes: Literal[2, 4] | None = None,
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,
@@ -247,8 +247,9 @@ class Megatron3DCostModel(CostModel):
             categorical("data_parallel", divisors(self.batch, self.n)),
             categorical("microbatch_size", divisors(self.batch, max_microbatch)),
             categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
-            categorical("recompute", tuple(r for r in memory.RECOMPUTE
-                                           if r in recompute and (r not in memory.MOE_ONLY or cfg.moe))),
+            categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute
+                                           and (r not in memory.MOE_ONLY or cfg.moe)
+                                           and (r not in memory.MLA_ONLY or cfg.mla))),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),

@@ -87,6 +87,7 @@ class LayerTimes:
     experts_forward: np.ndarray = 0.0  # a MoE layer's routed-expert MLP, forward (the rest is attention)
     experts_backward: np.ndarray = 0.0  # likewise, backward
     norm_act: np.ndarray = 0.0  # the separate LayerNorms and the experts' activation, forward (:mod:`.recompute`)
+    mla_up_proj: np.ndarray = 0.0  # latent attention's up-projections and rotary embedding, forward (likewise)
 
 
 def padded_vocab(cfg: TransformerConfig, t) -> np.ndarray:
@@ -122,7 +123,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
                                 opts.moe_dispatcher, opts.fp8_scaling)
         mlp_in, mlp_out = (experts.forward, experts.backward), (0.0, 0.0)
         mlp_hide, act_bytes = experts.shared_in, 0.0
-    redo = recompute.redo_seconds(cfg, dev, b, t, sp, 0.0 if cfg.moe is None else experts.act)
+    redo = recompute.redo_seconds(cfg, dev, lin, b, t, sp, 0.0 if cfg.moe is None else experts.act)
     core_f, core_b = attn.core_times(cfg, dev, b, t, opts.attention, opts.attention_tflops)
     # element-wise traffic: 2 LayerNorms (read + write, 8 sbh) and 2 bias-dropout-residuals (read 2,
     # write 1, mask 1 byte: 14 sbh) on the [s, b, h] tensor (1/t of it with sequence parallelism);
@@ -137,7 +138,7 @@ def layer_compute(cfg: TransformerConfig, dev: Device, b, t, sp, linear: Device 
     forward = sum(g[0] for g in gemms) + core_f + elementwise + cast_forward
     backward = sum(g[1] for g in gemms) + core_b + 2.0 * elementwise + cast_backward
     routed = (0.0, 0.0) if cfg.moe is None else mlp_in
-    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b, *routed, redo)
+    return LayerTimes(forward, backward, core_f, qkv[1], mlp_hide, core_b, *routed, *redo)
 
 
 def tp_layer_comm(cfg: TransformerConfig, lt: LayerTimes, b, t, sp, recompute, bw, lat,
@@ -203,9 +204,10 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts, etp)
     f_layer, b_layer = lt.forward, lt.backward
     # recomputed in the backward: the layer, the attention core, the MoE layer's experts (its all-to-alls:
-    # below), or the separate LayerNorms and the experts' activation
-    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.NORM_ACT],
-                          [f_layer, lt.core, lt.experts_forward, lt.norm_act], 0.0)
+    # below), the separate LayerNorms and the experts' activation, or latent attention's up-projections
+    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.NORM_ACT,
+                           rc == memory.MLA_UP_PROJ], [f_layer, lt.core, lt.experts_forward, lt.norm_act,
+                                                       lt.mla_up_proj], 0.0)
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine, each pass (MoE layers only, :mod:`.moe`)
     exchange = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(

@@ -298,6 +298,17 @@ def test_gpt_oss_bf16_recomputes_its_norms_and_activation_once_bridge_applies_th
     assert "recompute" not in heldout.recipe_options(_run("GPT-OSS-120B MXFP8 64 GB200 (bridge-26.06)"))
 
 
+def test_deepseek_rows_recompute_what_their_scripts_name():
+    """dgxc 25.05's launch.sh: RM='mla_up_proj' on H100, 'core_attn' (selective) on GB200; Megatron-Bridge's
+    B200 and GB200 BF16 configs name mla_up_proj at both commits read, its GB200 FP8 layout neither."""
+    recompute = lambda label: heldout.recipe_options(_run(label)).get("recompute")  # noqa: E731
+    assert recompute("DeepSeekV3 (w/ MTP) BF16 1024 H100 (dgxc-25.05)") == ("mla_up_proj",)
+    assert recompute("DeepSeekV3 (w/ MTP) BF16 128 GB200 (dgxc-25.05)") == ("selective",)
+    assert recompute("DeepSeekV3 (w/ MTP) FP8-MX 256 B200 (bridge-25.11)") == ("mla_up_proj",)
+    assert recompute("DeepSeekV3 (w/o MTP) BF16 256 GB200 (bridge-25.11)") == ("mla_up_proj",)
+    assert recompute("DeepSeekV3 (w/o MTP) FP8-MX 256 GB200 (bridge-25.11)") is None
+
+
 def test_megatron_flop_count_reproduces_the_modelzoo_step_time_rows():
     """The long-context rows give TFLOP/s only; their tokens/s come from Megatron-LM's FLOP count.
     The step-time rows print both, so they check the transcription: 245 TFLOP/s × 19.7 s × 256 GPUs /

@@ -52,3 +52,28 @@ def test_export_names_both_modules(tmp_path, capsys):
                         fixes=("tensor_parallel=1", "pipeline_parallel=4", "data_parallel=16", "expert_parallel=8",
                                "microbatch_size=1", "interleaving=1", "recompute=norm_act"))
     assert "--recompute-granularity selective \\\n--recompute-modules layernorm moe_act \\" in out
+
+
+def test_mla_up_proj_frees_the_up_projected_heads_and_reruns_their_gemms():
+    """``recompute = "mla_up_proj"`` (``multi_latent_attention.py``, ``qkv_up_proj_and_rope_apply``) on
+    DeepSeek-V3: 128 heads of queries and keys 192 wide (128 + 64 rotary) and values 128 wide."""
+    m = problem("deepseek-v3", gpus=64, batch=128).cost_model
+    given = dict(pipeline_parallel=1, data_parallel=64, expert_parallel=8)  # t 1, b 1: m = 128 / 64 = 2
+    none, up = columns(m, plan(**given)), columns(m, plan(recompute="mla_up_proj", **given))
+    # per layer and micro-batch: 2 B · 4,096 tokens · (24,576 + 24,576 + 16,384) = 512 MiB, over the
+    # stage's 61 layers (the preset has no multi-token prediction module), one micro-batch in flight (p = 1)
+    per_layer = 2 * 4096 * (128 * 192 * 2 + 128 * 128)
+    assert per_layer == 512 * 2**20
+    assert none["memory_activations"] - up["memory_activations"] == pytest.approx(61 * per_layer)
+    # time: the query's up-projection (1,536 -> 24,576) and the keys' and values' (512 -> 32,768) forward
+    # on 4,096 tokens again, and one read and write of the 512 MiB, per layer and micro-batch
+    dev = m.device
+    redo = (dev.gemm_times(4096, 24576, 1536)[0] + dev.gemm_times(4096, 32768, 512)[0]
+            + dev.memory_time(2 * per_layer, kernels=1))
+    assert up["recompute_s"] == pytest.approx(2 * 61 * redo, rel=1e-9) and none["recompute_s"] == 0
+    # hardware FLOPs: 2 · 4,096 · (1,536 · 24,576 + 512 · 32,768) more per sample and layer (61 layers)
+    flops = lambda c: c["hardware_tflops_per_gpu"] * c["time"] * 1e12 * 64  # noqa: E731
+    assert flops(up) - flops(none) == pytest.approx(128 * 61 * 2 * 4096 * (1536 * 24576 + 512 * 32768), rel=1e-9)
+    # a choice of latent-attention models only
+    choices = lambda model: next(v for v in model.space.variables if v.name == "recompute").choices  # noqa: E731
+    assert "mla_up_proj" in choices(m) and "mla_up_proj" not in choices(problem().cost_model)
