@@ -44,8 +44,7 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import export as launch
-from . import attention as attn
+from . import attention as attn, export as launch, recompute as recomputation
 from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
@@ -247,9 +246,7 @@ class Megatron3DCostModel(CostModel):
             categorical("data_parallel", divisors(self.batch, self.n)),
             categorical("microbatch_size", divisors(self.batch, max_microbatch)),
             categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
-            categorical("recompute", tuple(r for r in memory.RECOMPUTE if r in recompute
-                                           and (r not in memory.MOE_ONLY or cfg.moe)
-                                           and (r not in memory.MLA_ONLY or cfg.mla))),
+            categorical("recompute", recomputation.choices(cfg, recompute)),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),

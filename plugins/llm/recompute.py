@@ -41,6 +41,13 @@ from . import memory, moe
 ACT_BYTES = 2.0  # LayerNorms, the rotary embedding and their outputs: 16-bit activations
 
 
+def choices(cfg: TransformerConfig, allowed) -> tuple[str, ...]:
+    """The settings of ``allowed`` that act on ``cfg``, in :data:`.memory.RECOMPUTE` order: ``moe`` and
+    ``norm_act`` need mixture-of-experts layers, ``mla_up_proj`` latent attention."""
+    return tuple(r for r in memory.RECOMPUTE if r in allowed and (r not in memory.MOE_ONLY or cfg.moe is not None)
+                 and (r not in memory.MLA_ONLY or cfg.mla is not None))
+
+
 def separate_norms(cfg: TransformerConfig) -> float:
     """LayerNorm modules per layer, on average over the layers, that ``layernorm`` recomputation re-runs."""
     moe_share = 0.0 if cfg.moe is None else moe.moe_fraction(cfg)
