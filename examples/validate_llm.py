@@ -88,6 +88,8 @@ def pins(run: heldout.HeldOutRun) -> dict:
 def _toml_value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple)):  # a TOML array (a recipe's allowed settings)
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 

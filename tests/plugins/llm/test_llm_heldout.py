@@ -185,6 +185,12 @@ def test_the_script_on_two_runs(tmp_path):
     assert labels[0] in text and "{{" not in text and "Nothing on this page was fitted" in text
 
 
+def test_a_recipes_allowed_settings_are_a_toml_array_in_the_problem_file():
+    """GPT-OSS 26.02's recipe allows the recompute setting norm_act only: written as ["norm_act"]."""
+    table = tomllib.loads(validate_llm.problem_toml(_run("GPT-OSS-120B BF16 64 H100 (bridge-26.02)")))
+    assert table["cost"]["recompute"] == ["norm_act"]
+
+
 def test_no_matching_run_is_one_line_and_exit_2(capsys, tmp_path):
     assert validate_llm.main(["--match", "no-such-model", "--out", str(tmp_path / "x.md")]) == 2
     err = capsys.readouterr().err
