@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 
 from . import memory, stages
+from . import recompute as recomputation
 from .offload import OFFLOAD
 
 TARGETS = ("megatron", "deepspeed")
@@ -77,12 +78,9 @@ def megatron(model, plan: dict) -> tuple[str, list[str]]:
             args.append(("--tp-comm-overlap", None))
     if plan["recompute"] == "selective":
         args.append(("--recompute-granularity", "selective"))
-    elif plan["recompute"] == "moe":  # the MoE layers re-run from their input (:mod:`.memory`)
-        args += [("--recompute-granularity", "selective"), ("--recompute-modules", "moe")]
-    elif plan["recompute"] == "norm_act":  # the separate LayerNorms and the experts' activation (:mod:`.recompute`)
-        args += [("--recompute-granularity", "selective"), ("--recompute-modules", "layernorm moe_act")]
-    elif plan["recompute"] == "mla_up_proj":  # latent attention's up-projections (:mod:`.recompute`)
-        args += [("--recompute-granularity", "selective"), ("--recompute-modules", "mla_up_proj")]
+    elif plan["recompute"] in recomputation.MODULES:  # the MoE layers, or fine-grained modules (:mod:`.recompute`)
+        args += [("--recompute-granularity", "selective"),
+                 ("--recompute-modules", recomputation.MODULES[plan["recompute"]])]
     elif plan["recompute"] == "full":  # every layer's input kept, the layer recomputed (Korthikanti §5)
         args += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
     if cp > 1:

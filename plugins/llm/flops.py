@@ -8,6 +8,7 @@ from optmap.workload.transformer import TransformerConfig
 
 from . import attention as attn
 from . import memory
+from . import recompute as recomputation
 
 
 def model_flops(cfg: TransformerConfig, batch: int) -> float:
@@ -27,8 +28,8 @@ def hardware_flops(cfg: TransformerConfig, batch: int, recompute, attention: str
     core = attn.recomputed_core_flops(cfg, attention)
     experts = 0.0 if cfg.moe is None else cfg.moe_layers / cfg.layers * moe_mlp.layer_flops_fwd(
         cfg.moe, cfg.seq_len, cfg.d_model, cfg.gated_mlp)  # ``moe``: the average layer's MoE MLP again
-    up = 2.0 * cfg.seq_len * sum(n_in * n_out for _, n_in, n_out, split in cfg.attention_linears() if split == "column")
+    up = 2.0 * cfg.seq_len * sum(n_in * n_out for n_in, n_out in recomputation.up_projections(cfg))
     rc = np.asarray(recompute)
     again = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.MLA_UP_PROJ],
-                      [layer, core, experts, up if cfg.mla is not None else 0.0], 0.0)
+                      [layer, core, experts, up], 0.0)
     return model_flops(cfg, batch) + batch * cfg.layers * again

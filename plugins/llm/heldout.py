@@ -308,6 +308,11 @@ EXPERT_TP_1 = (("expert_tensor_parallel", 1),)
 NORM_ACT = ("norm_act",)  # ``[cost] recompute``: ``--recompute-modules layernorm moe_act`` only
 
 
+def recomputing(*settings: str) -> tuple:
+    """A row's recipe pin of the recomputation its source names (``[cost] recompute``: the settings allowed)."""
+    return (("recompute", settings),)
+
+
 def _hybridep(run: HeldOutRun) -> bool:
     if run.system == "DGX-GB200":
         return run.model in ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeekV3 (w/o MTP)")

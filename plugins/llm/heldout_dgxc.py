@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, HeldOutRun
+from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, HeldOutRun, recomputing
 
 _ALLTOALL = (("moe_dispatcher", "alltoall"),)
 
@@ -130,9 +130,9 @@ DGXC_25_05 = [
     *(_grok("dgxc-25.05", "DGX-GB200", p, g, 4, 1, 1, 1, t, (("expert_tensor_parallel", 4),))
       for p, g, t in (("BF16", 128, 7.325), ("BF16", 512, 7.324), ("FP8", 128, 5.298), ("FP8", 512, 5.193))),
     *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", g, 8 * g, 1, 4096, 2, pp, 1, 1, 64, t,
-            _DEEPSEEK + (("recompute", ("mla_up_proj",)),)) for g, pp, t in ((512, 8, 48.948), (1024, 16, 52.04))),
+            _DEEPSEEK + recomputing("mla_up_proj")) for g, pp, t in ((512, 8, 48.948), (1024, 16, 52.04))),
     *(_step("dgxc-25.05", "DeepSeekV3 (w/ MTP)", "DGX-GB200", "BF16", g, 8 * g, 1, 4096, 2, 4, 1, 1, ep, t,
-            _DEEPSEEK + (("recompute", ("selective",)),)) for g, ep, t in ((128, 32, 34.168), (256, 64, 34.194),
+            _DEEPSEEK + recomputing("selective")) for g, ep, t in ((128, 32, 34.168), (256, 64, 34.194),
                                                                             (512, 64, 34.274))),
 ]
 

@@ -7,7 +7,7 @@ model TFLOP/s/GPU, under its source's key and system.
 from __future__ import annotations
 
 from . import heldout_dgxc
-from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, MODELS, NORM_ACT, HeldOutRun
+from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, MODELS, NORM_ACT, HeldOutRun, recomputing
 
 
 def _rows(source: str, system: str, table: list[tuple]) -> list[HeldOutRun]:
@@ -222,11 +222,6 @@ _DEEPEP = _NO_TP_OVERLAP + (("moe_dispatcher", "deepep"),)
 _ALLTOALL = _NO_TP_OVERLAP + (("moe_dispatcher", "alltoall"),)
 
 
-def _recompute(*settings: str) -> tuple:
-    """A ModelZoo row's recomputation (its table's "recompute" column, its long-context command)."""
-    return (("recompute", settings),)
-
-
 def _zoo(variant: str, step_s: float, tp: int, pp: int, vp: int, ep: int, mbs: int, fsdp: int,
          recipe: tuple = _DEEPEP) -> HeldOutRun:
     """A Qwen3-235B-A22B BF16 row of the ModelZoo's H100 table (256 GPUs, GBS 2,048, sequence 4,096),
@@ -247,18 +242,18 @@ def _zoo_long(k: int, cp: int, tflops: float) -> HeldOutRun:
     """A long-context row (forced balance): 256 GPUs, GBS 256, TP 4, PP 8, VP 4, EP 8, DeepEP, TFLOP/s."""
     seq = k * 1024
     return HeldOutRun(_ZOO, "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 256, 1, seq, 4, 8, cp, 4, 8, 0,
-                      _qwen3_235b_tokens(seq, tflops), tflops, f"{k}K", _DEEPEP + _recompute("moe"))
+                      _qwen3_235b_tokens(seq, tflops), tflops, f"{k}K", _DEEPEP + recomputing("moe"))
 
 
 # Megatron-MoE-ModelZoo, Qwen3-235B-A22B on 256 DGX H100s, BF16 (best_practice/qwen3/readme.md; its
 # recompute column: "norm, act" is --recompute-modules layernorm moe_act, "full" full, blank none; the
 # long-context command's "layernorm moe" is priced as moe, which keeps the pre-MLP LayerNorm's output)
 MOE_MODELZOO = [
-    _zoo("EP32", 19.7, 2, 8, 4, 32, 1, 0, _DEEPEP + _recompute(*NORM_ACT)),
-    _zoo("EP32 overlap", 17.6, 2, 8, 4, 32, 1, 0, _DEEPEP + (("moe_a2a_overlap", True),) + _recompute(*NORM_ACT)),
-    _zoo("EP8 FSDP", 17.6, 2, 1, 1, 8, 4, 128, _DEEPEP + _recompute("full")),
-    _zoo("EP8 PP32", 24.2, 2, 32, 3, 8, 1, 0, _ALLTOALL + _recompute(*NORM_ACT)),  # the all-to-all dispatcher
-    _zoo("TP4 EP8", 29.0, 4, 8, 4, 8, 1, 0, _DEEPEP + _recompute("none")),
+    _zoo("EP32", 19.7, 2, 8, 4, 32, 1, 0, _DEEPEP + recomputing(*NORM_ACT)),
+    _zoo("EP32 overlap", 17.6, 2, 8, 4, 32, 1, 0, _DEEPEP + (("moe_a2a_overlap", True),) + recomputing(*NORM_ACT)),
+    _zoo("EP8 FSDP", 17.6, 2, 1, 1, 8, 4, 128, _DEEPEP + recomputing("full")),
+    _zoo("EP8 PP32", 24.2, 2, 32, 3, 8, 1, 0, _ALLTOALL + recomputing(*NORM_ACT)),  # the all-to-all dispatcher
+    _zoo("TP4 EP8", 29.0, 4, 8, 4, 8, 1, 0, _DEEPEP + recomputing("none")),
 ] + [_zoo_long(*row) for row in [(16, 1, 295), (32, 2, 335), (64, 4, 368), (128, 8, 389)]] + [
     # best_practice/mixtral/run_mixtral_8x22B.sh: 16 nodes, runtime.conf's TP 2, PP 8, VP 7, EP 8, MBS 1,
     # GBS 256, the all-to-all dispatcher, "dropless training with forced balancing ... around 465 TFLOPS"

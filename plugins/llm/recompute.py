@@ -39,6 +39,8 @@ from optmap.workload.transformer import TransformerConfig
 from . import memory, moe
 
 ACT_BYTES = 2.0  # LayerNorms, the rotary embedding and their outputs: 16-bit activations
+# Megatron-Core's --recompute-modules of each setting that names modules (``selective`` keeps its default, core_attn)
+MODULES = {"moe": "moe", "norm_act": "layernorm moe_act", "mla_up_proj": "mla_up_proj"}
 
 
 def choices(cfg: TransformerConfig, allowed) -> tuple[str, ...]:
@@ -69,6 +71,14 @@ def discarded(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_byt
     return {memory.NORM_ACT: norm_act, memory.MLA_UP_PROJ: _up_projected_bytes(cfg, b, t)}
 
 
+def up_projections(cfg: TransformerConfig) -> list[tuple[int, int]]:
+    """(input, output) widths of latent attention's up-projections, the column-parallel linears that
+    ``mla_up_proj`` re-runs (none without latent attention)."""
+    if cfg.mla is None:
+        return []
+    return [(n_in, n_out) for _, n_in, n_out, split in cfg.attention_linears() if split == "column"]
+
+
 def _up_projected_bytes(cfg: TransformerConfig, b, t) -> np.ndarray:
     """The queries, keys and values of one layer and micro-batch on a tensor-parallel rank (16-bit), as the
     attention reads them (0 without latent attention, where ``mla_up_proj`` does not apply)."""
@@ -87,6 +97,5 @@ def redo_seconds(cfg: TransformerConfig, dev, lin, b, t, sp, act) -> tuple[np.nd
     if cfg.mla is None:
         return norm_act, np.zeros(())
     tok = np.asarray(b, float) * cfg.seq_len  # the column-parallel linears run on the gathered sequence
-    gemms = sum(lin.gemm_times(tok, n_out / np.asarray(t, float), n_in)[0]
-                for _, n_in, n_out, split in cfg.attention_linears() if split == "column")
+    gemms = sum(lin.gemm_times(tok, n_out / np.asarray(t, float), n_in)[0] for n_in, n_out in up_projections(cfg))
     return norm_act, gemms + dev.memory_time(2.0 * _up_projected_bytes(cfg, b, t), kernels=1)
