@@ -2,6 +2,7 @@
 
     python examples/measure_attention.py [OUT.json]                  # needs PyTorch and a CUDA GPU
     python examples/measure_attention.py --set gpt-oss [OUT.json]    # GPT-OSS-120B's shapes
+    python examples/measure_attention.py --set deepseek [OUT.json]   # DeepSeek-V3's latent attention
 
 megatron-3d prices FlashAttention's products as GEMMs of their shapes on the fitted compute curve
 (``plugins/llm/attention.py``), a MoE layer's local experts as one GEMM each, back to back
@@ -16,7 +17,9 @@ This times:
   of its query heads). Set ``qwen3``: head dimension 128, causal over 4K to 128K tokens and
   non-causal on the square blocks of a context-parallel ring. Set ``gpt-oss``: head dimension 64,
   64 heads, causal at 4K and 8K tokens (its learned attention sinks and 128-token window are not
-  expressible here: every layer is timed as a full causal one).
+  expressible here: every layer is timed as a full causal one). Set ``deepseek``: DeepSeek-V3's
+  latent attention after its up-projections at tensor-parallel size 2 (64 heads, query and key
+  head dimension 192, value 128), causal at 4K tokens.
 * ``experts``: one MoE layer's local experts (gated MLP: ``x·W1`` to ``2·d_ff``, SwiGLU, ``·W2``) on
   ``rows`` routed tokens each, as Transformer Engine's GroupedLinear runs them (one GEMM per expert,
   ``loop``) and as one grouped kernel (``torch._grouped_mm``, ``grouped``), forward and forward +
@@ -52,16 +55,18 @@ def backward_s(fn, forward, grad):
         return None
 
 
-def attention_row(label, heads, sq, sk, causal, backend, head_dim=128):
-    q, k, v = (torch.randn(1, heads, n, head_dim, **BF16, requires_grad=True) for n in (sq, sk, sk))
-    grad = torch.randn(1, heads, sq, head_dim, **BF16)
+def attention_row(label, heads, sq, sk, causal, backend, head_dim=128, v_dim=None):
+    v_dim = v_dim or head_dim
+    q, k, v = (torch.randn(1, heads, n, d, **BF16, requires_grad=True) for n, d in ((sq, head_dim), (sk, head_dim), (sk, v_dim)))
+    grad = torch.randn(1, heads, sq, v_dim, **BF16)
     with sdpa_kernel(BACKENDS[backend]):
         fwd = timeit(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
         bwd = backward_s(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), fwd, grad)
-    # 2 products of 2·sq·sk·head_dim per head, half the square under a causal mask (sq = sk)
-    flops = 4.0 * sq * sk * head_dim * heads * (0.5 if causal else 1.0)
+    # QKᵀ and PV: 2·sq·sk·(head_dim + v_dim) per head, half the square under a causal mask (sq = sk)
+    flops = 2.0 * sq * sk * (head_dim + v_dim) * heads * (0.5 if causal else 1.0)
     return {"kind": "attention", "label": label, "backend": backend, "heads": heads, "sq": sq, "sk": sk,
-            "head_dim": head_dim, "causal": causal, "forward_s": fwd, "backward_s": bwd,
+            "head_dim": head_dim, **({"v_dim": v_dim} if v_dim != head_dim else {}), "causal": causal,
+            "forward_s": fwd, "backward_s": bwd,
             "forward_tflops": flops / fwd / 1e12, "backward_tflops": 2.5 * flops / bwd / 1e12 if bwd else None}
 
 
@@ -102,11 +107,15 @@ def output_row(label, rows, h, vocab):
 def attention_shapes(shape_set):
     if shape_set == "gpt-oss":
         return [(f"gpt-oss causal {s // 1024}K", 64, s, s, True, 64) for s in (4096, 8192)]
+    if shape_set == "deepseek":
+        return [("deepseek-v3 mla tp2 causal 4K", 64, 4096, 4096, True, 192, 128)]
     shapes = [(f"causal {s // 1024}K", 16, s, s, True) for s in (4096, 8192, 16384, 32768, 65536, 131072)]
     return shapes + [("ring block 16K x 16K", 16, 16384, 16384, False), ("ring block 8K x 8K", 16, 8192, 8192, False)]
 
 
 def expert_shapes(shape_set):
+    if shape_set == "deepseek":
+        return []
     if shape_set == "gpt-oss":
         # GPT-OSS-120B (h 2880, expert d_ff 2880, 128 experts, top 4), TP 1, 4,096-token samples:
         # EP 8 holds 16 experts, each fed 8·4,096·mb·4/128 copies; EP 64 holds 2, each 64·4,096·4·4/128
@@ -148,7 +157,7 @@ def measure(shape_set):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default="attention.json")
-    parser.add_argument("--set", dest="shape_set", choices=("qwen3", "gpt-oss"), default="qwen3")
+    parser.add_argument("--set", dest="shape_set", choices=("qwen3", "gpt-oss", "deepseek"), default="qwen3")
     args = parser.parse_args()
     rows = measure(args.shape_set)
     json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,

@@ -6,7 +6,8 @@ megatron-3d prices FP8 linear layers at the FP8 datasheet peak times the 16-bit 
 (cost option ``fp8_gemm_efficiency``; ``plugins/llm/precision.py``), since no FP8 GEMM is in
 ``shared/measurements``. This times the same GEMMs in bf16 (``x @ w.T``) and in FP8 (E4M3
 operands, per-tensor scales, ``torch._scaled_mm`` to bf16): 8192³ and the linear layers of
-GPT-3 5B, Llama 3 8B and Qwen3-30B-A3B's experts. Median of 20 timed runs after 5 warm-ups, CUDA
+GPT-3 5B, Llama 3 8B, Qwen3-30B-A3B's experts, and Qwen3-235B-A22B's experts and attention linears
+(TP 2 × EP 32, its Megatron-Bridge H100 layout). Median of 20 timed runs after 5 warm-ups, CUDA
 events around the GEMM alone. The result is a check, never a fit: the model's constants are fitted
 on shared/measurements and the Megatron-LM A100 runs only (docs/reproductions/llm-today.md).
 """
@@ -22,7 +23,11 @@ shapes = [("cube", 8192, 8192, 8192),
           ("gpt3-5b fc1", 8192, 16384, 4096), ("gpt3-5b fc2", 8192, 4096, 16384),
           ("llama3-8b qkv", 8192, 6144, 4096), ("llama3-8b fc1", 8192, 28672, 4096), ("llama3-8b fc2", 8192, 4096, 14336),
           ("qwen3-30b expert fc1 r2048", 2048, 1536, 2048), ("qwen3-30b expert fc1 r4096", 4096, 1536, 2048),
-          ("qwen3-30b expert fc2 r4096", 4096, 2048, 768)]
+          ("qwen3-30b expert fc2 r4096", 4096, 2048, 768),
+          # Qwen3-235B-A22B (h 4096, 64 query and 4 key-value heads of 128, expert d_ff 1536) at TP 2 x EP 32:
+          # a 4,096-token micro-batch's QKV and projection shards, and a local expert's 32·2,048·8/128 rows
+          ("qwen3-235b qkv tp2", 4096, 4608, 4096), ("qwen3-235b proj tp2", 4096, 4096, 4096),
+          ("qwen3-235b expert fc1 r4096", 4096, 3072, 4096), ("qwen3-235b expert fc2 r4096", 4096, 4096, 1536)]
 rows = []
 for label, m, n, k in shapes:
     x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)

@@ -24,9 +24,10 @@ The FP8 GEMM rate is the accelerator's FP8 datasheet peak times ``fp8_gemm_effic
 GEMM is in ``shared/measurements`` (bf16 only), so by default it is the 16-bit GEMM efficiency of
 the accelerator's calibration (a documented assumption, cost option ``fp8_gemm_efficiency``). A
 check, not a fit (``examples/measure_fp8_gemms.py`` on one H100 SXM,
-``docs/reproductions/data/h100-fp8-gemms.json``): FP8 ran 1.62-1.84 times as fast as bf16 on the
-large linear layers (the default assumes 2; 8192³ reached 1,363 TFLOP/s, 0.69 of the FP8 peak
-against bf16's 0.78), and 0.97-1.14 times on Qwen3-30B-A3B's expert GEMMs.
+``docs/reproductions/data/h100-fp8-gemms.json``): FP8 ran 1.59-1.85 times as fast as bf16 on the
+large linear layers (the default assumes 2; 8192³ reached 1,320 TFLOP/s, 0.67 of the FP8 peak
+against bf16's 0.74), 1.30-1.55 times on Qwen3-235B-A22B's linear layers at TP 2 × EP 32, and
+0.93-1.15 times on Qwen3-30B-A3B's expert GEMMs.
 """
 
 from __future__ import annotations
