@@ -145,3 +145,21 @@ def test_deepseek_latent_attention_is_not_priced_too_fast():
     forward, backward, model = _attention_rates(rows["cudnn"])
     assert model == pytest.approx(339, abs=1)
     assert forward / model == pytest.approx(1.6, abs=0.02) and backward / model == pytest.approx(1.05, abs=0.02)
+
+
+def test_kernel_whatif_takes_its_rates_from_the_check_files():
+    """examples/kernel_whatif.py prices FP8 GEMMs at the 8192³ FP8 GEMM's measured fraction of the
+    h100-sxm FP8 peak (1,320 / 1,978.9 TFLOP/s) and attention at cuDNN's measured rates: the causal
+    rate of the nearest sequence, or with context parallelism of the ring block nearest seq_len / cp."""
+    import sys
+
+    sys.path.insert(0, str(DATA.parents[2] / "examples"))
+    import kernel_whatif
+
+    fraction, causal, ring = kernel_whatif.measured_rates()
+    cube = {r["shape"]: r for r in _load("h100-fp8-gemms.json")["rows"]}["cube"]
+    assert fraction == pytest.approx(cube["fp8_tflops"] / 1978.9) and 0.6 < fraction < 0.7
+    assert sorted(causal) == [4096, 8192, 16384, 32768, 65536, 131072] and sorted(ring) == [8192, 16384]
+    assert kernel_whatif.nearest(causal, 100_000) == causal[131072]  # nearer in ratio than 64K
+    assert kernel_whatif.nearest(ring, 131072 / 8) == ring[16384] and kernel_whatif.nearest(ring, 4096) == ring[8192]
+    assert causal[131072][0] == pytest.approx(554, abs=1) and ring[8192] == pytest.approx([660, 541], abs=1)
