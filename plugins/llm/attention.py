@@ -28,7 +28,8 @@ FlashAttention-2 runs on one H100 SXM (causal, 8K to 128K tokens); cuDNN's fused
 Transformer Engine prefers on Hopper, ran 1.6 to 1.95 times FlashAttention-2's rate
 (``examples/measure_attention.py``, ``docs/reproductions/data/h100-attention.json``; a check, not a fit). Cost option
 ``attention_tflops`` (forward, backward) prices the fused kernel at a rate the user measured
-instead: its FLOPs (the products it computes, :func:`flash_flops`) over that rate.
+instead: its FLOPs (the products it computes, :func:`flash_flops`) over that rate; its default is
+the rates an accelerator preset measured (``[attrs.kernels]``, ``optmap calibrate``; :func:`.compute.attention_rates`).
 ``b`` is the micro-batch (fractional for a context-parallel rank, which holds ``b/cp`` of the
 queries against all the keys: the same work as ``b/cp`` whole sequences).
 """

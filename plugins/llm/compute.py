@@ -33,6 +33,13 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
   H100's (host-side); ``gemm`` and ``memory`` are fitted on published Megatron-LM iteration times
   on DGX A100 clusters of three sources at once (:mod:`optmap.plugins.llm.calibration`, held-out
   errors by source in ``docs/reproductions/llm.md``), never on one run.
+* an accelerator whose preset carries measured kernel ceilings (``[attrs.kernels]``, what ``optmap
+  calibrate`` writes: :mod:`optmap.compute.kernels`): derived as the ``h100`` ones were, ``gemm`` = its
+  measured ``gemm_tflops`` over its peak in that dtype, ``memory`` = its calibration's measured copy
+  over its HBM rate (1 without a calibration), ``half_dim`` the H100's scaled by the two ridge
+  points (the ``a100`` rule) and ``launch`` the H100's (:func:`measured_efficiency`). Its FP8 GEMM
+  ceiling, where measured, is the default ``fp8_gemm_efficiency`` (over its FP8 peak), and its fused
+  attention rates the default ``attention_tflops`` (:func:`attention_rates`);
 * any other accelerator: the ``a100`` fractions (an assumption, reported by the cost model).
 """
 
@@ -42,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from optmap.compute.kernels import kernels_of
 from optmap.errors import OptmapError
 from optmap.system import Accelerator
 
@@ -57,7 +65,8 @@ class Efficiency:
 
 
 H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
-RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
+H100_RIDGE = 989.4e12 / 3350e9  # datasheet FLOP per HBM byte of the H100 SXM
+RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / H100_RIDGE
 # gemm and memory fitted by ``python examples/calibrate_llm.py`` (:mod:`.calibration`); rerun to refit.
 A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
                       launch=H100_FIT.launch)
@@ -65,11 +74,36 @@ A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(H100_FIT.half_dim *
 EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "h100-sxm": H100_FIT, "a100": A100_FIT, "a100-sxm": A100_FIT}
 
 
-def efficiency_for(accelerator_name: str) -> tuple[Efficiency, bool]:
+def efficiency_for(acc: Accelerator) -> tuple[Efficiency, bool]:
     """The calibration of an accelerator and whether it is its own (False: the A100 fallback)."""
-    if accelerator_name in EFFICIENCY:
-        return EFFICIENCY[accelerator_name], True
-    return A100_FIT, False
+    if acc.name in EFFICIENCY:
+        return EFFICIENCY[acc.name], True
+    measured = measured_efficiency(acc)
+    return (A100_FIT, False) if measured is None else (measured, True)
+
+
+def measured_efficiency(acc: Accelerator) -> Efficiency | None:
+    """The fitted device of an accelerator from its measured kernel ceilings (module docstring), or None."""
+    kernels = kernels_of(acc)
+    if "gemm_tflops" not in kernels:
+        return None
+    from optmap.compute import calibration_of
+
+    peak = acc.flops_per_s(kernels["dtype"])
+    calibration = calibration_of(acc)
+    copy = acc.memory_bandwidth if calibration is None else calibration.copy_bandwidth
+    ridge = (peak / acc.memory_bandwidth) / H100_RIDGE  # its FLOP per HBM byte over the H100's (the a100 rule)
+    return Efficiency(gemm=min(1.0, kernels["gemm_tflops"] * 1e12 / peak), memory=min(1.0, copy / acc.memory_bandwidth),
+                      half_dim=H100_FIT.half_dim * ridge, launch=H100_FIT.launch)
+
+
+def attention_rates(acc: Accelerator, attention: str, given: tuple[float, float] | None) -> tuple[float, float] | None:
+    """Cost option ``attention_tflops``: as given, else the accelerator's measured fused-attention
+    rates for the fused core (``attention = "flash"``), else None (priced as GEMMs, :mod:`.attention`)."""
+    if given is not None or attention != "flash":
+        return given
+    rates = kernels_of(acc).get("attention_tflops")
+    return None if rates is None else (float(rates[0]), float(rates[1]))
 
 
 @dataclass(frozen=True)
@@ -143,13 +177,16 @@ def devices(acc: Accelerator, rec, dtype: str, compute: str, gemm_efficiency: fl
             raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
                               f"\"{rec.name}\" use compute = \"fitted\"")
         return SharedDevice(acc, dtype), None, True
-    eff, calibrated = efficiency_for(acc.name)
+    eff, calibrated = efficiency_for(acc)
     eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
                      half_dim=eff.half_dim, launch=eff.launch)
     device = Device(acc.flops_per_s("bf16" if rec.low_precision else dtype), acc.memory_bandwidth, eff)
     if not rec.low_precision:
         return device, None, calibrated
-    linear = Device(acc.flops_per_s(rec.linear_dtype), acc.memory_bandwidth,
+    peak = acc.flops_per_s(rec.linear_dtype)
+    measured = kernels_of(acc).get("fp8_gemm_tflops") if rec.linear_dtype == "fp8" else None
+    fp8_gemm_efficiency = fp8_gemm_efficiency or (measured and min(1.0, measured * 1e12 / peak))
+    linear = Device(peak, acc.memory_bandwidth,
                     Efficiency(gemm=fp8_gemm_efficiency or eff.gemm, memory=eff.memory, half_dim=eff.half_dim,
                                launch=eff.launch), operand_bytes=rec.operand_bytes)
     return device, linear, calibrated

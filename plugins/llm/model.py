@@ -48,7 +48,7 @@ from . import attention as attn, export as launch, recompute as recomputation
 from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
-from .compute import devices
+from .compute import attention_rates, devices
 
 MEGATRON_PLANS = "megatron_plans"  # capability the native engine needs: ``plan_arrays`` / ``score``
 
@@ -143,7 +143,7 @@ class Megatron3DCostModel(CostModel):
         project's compute model (``optmap.compute``) with the accelerator's measured calibration
         (accelerators ``a100-sxm``, ``h100-sxm``; :mod:`.compute`); ``fp8_gemm_efficiency`` the
         fraction of the FP8 peak the linear GEMMs reach with ``dtype = "fp8"`` / ``"mxfp8"``
-        (default: the 16-bit ``gemm`` fraction, as no FP8 GEMM was measured; :mod:`.precision`);
+        (default: a preset's measured ``fp8_gemm_tflops`` over the FP8 peak, else the 16-bit ``gemm`` fraction; :mod:`.precision`);
         ``fp8_param_gather`` the FP8 weights are the parameters (NeMo's and Megatron-Bridge's FP8
         recipes; false: a 16-bit weight plus FP8 copies, :func:`.precision.kept_weight_bytes`); ``fp8_scaling``
         ``delayed`` (Megatron-Core's default) or ``current`` (``--fp8-recipe tensorwise``: an amax pass per cast);
@@ -152,7 +152,7 @@ class Megatron3DCostModel(CostModel):
         pipeline size up to the layers; ``layout``: any pipeline size and interleaving, Megatron-Core's
         explicit layout; ``never``: even only; :mod:`.stages`); ``attention`` the attention core, ``flash`` (fused,
         Megatron-Core today) or ``unfused`` (Megatron-LM 2021-2022; :mod:`.attention`), ``attention_tflops`` a fused
-        kernel's measured forward and backward TFLOP/s (default: its products on the GEMM curve); ``fused_swiglu`` a gated MLP
+        kernel's measured forward and backward TFLOP/s (default: the accelerator preset's measured ones, ``[attrs.kernels]``, else its products on the GEMM curve); ``fused_swiglu`` a gated MLP
         stores its input and output only (Megatron-Core's fused SwiGLU; :mod:`.memory`);
         ``max_context_parallel`` bounds ``context_parallel`` (default 32, or s/8,192 for longer sequences, :func:`.context.default_limit`); ``fsdp_reshard_after_forward`` FSDP
         gathers each layer again for its backward (false: keeps the stage gathered, :mod:`.sharding`); ``offload`` the settings the search
@@ -228,7 +228,7 @@ class Megatron3DCostModel(CostModel):
                                       gemm_input_bytes=rec.gemm_input_bytes,
                                       fp8_scaling=precision.scaling_of(rec, fp8_scaling),
                                       weight_copy_bytes=precision.kept_weight_bytes(rec, fp8_param_gather),
-                                      attention=attention, attention_tflops=attention_tflops,
+                                      attention=attention, attention_tflops=attention_rates(acc, attention, attention_tflops),
                                       fused_swiglu=fused_swiglu, fsdp_reshard=fsdp_reshard_after_forward,
                                       host_bandwidth=float(system.params.get("host_bandwidth", 64e9)),
                                       host_memory=float(system.params.get("host_memory", math.inf)),

@@ -3,7 +3,8 @@
 Times the families the shipped ``h100-sxm`` preset was fitted to — the GEMM and device-copy
 ceilings, the device time of a kernel, GEMMs of several shapes, and VGG-16 / ResNet-50
 convolution and linear layers split by batch, input and output channels, forward and forward +
-backward — with PyTorch (``pip install 'optmap[calibrate]'``), on CUDA when present and on the
+backward — and the kernel ceilings a preset carries in ``[attrs.kernels]`` (an FP8 GEMM, fused
+causal attention: :mod:`optmap.commands.calibrate_kernels`) with PyTorch (``pip install 'optmap[calibrate]'``), on CUDA when present and on the
 CPU otherwise. Each time is the median of a few repetitions after warm-up, between CUDA events
 (or ``perf_counter`` with the CPU), the operation alone. It fits the compute model
 (:mod:`optmap.compute.fit`) and writes a preset (:mod:`optmap.compute.preset`) plus the raw
@@ -161,7 +162,7 @@ def measure(device_name: str, dtype_name: str, quick: bool, repeats: int | None,
     networks = {n: _layers(n, plan["image"], plan["layers"]) for n in ("vgg16", "resnet50")}
     layer_jobs = [(n, layer, split, k) for n, layers in networks.items() for layer in layers
                   for split in ("batch", "in", "out") for k in plan["splits"] if split == "batch" or k > 1]
-    task = progress(len(plan["gemms"]) + len(layer_jobs) + 3)
+    task = progress(len(plan["gemms"]) + len(layer_jobs) + 4)
 
     n = plan["gemm"]
     a, b = (torch.randn(n, n, device=device, dtype=dtype) for _ in range(2))
@@ -173,6 +174,10 @@ def measure(device_name: str, dtype_name: str, quick: bool, repeats: int | None,
     task("copy ceiling")
     kernel_s = _kernel_seconds(torch, timer, device)
     task("kernel launch")
+    from optmap.commands.calibrate_kernels import kernel_ceilings
+
+    kernels = kernel_ceilings(torch, timer, device, dtype, quick)
+    task("FP8 GEMM and fused attention")
     samples = []
     for m, nn, k in plan["gemms"]:
         x, w = torch.randn(m, k, device=device, dtype=dtype), torch.randn(k, nn, device=device, dtype=dtype)
@@ -197,7 +202,7 @@ def measure(device_name: str, dtype_name: str, quick: bool, repeats: int | None,
     memory = (torch.cuda.get_device_properties(device).total_memory if device.type == "cuda"
               else os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     ceilings = {"gemm_flops": gemm_flops, "copy_bandwidth": copy_bandwidth, "kernel_s": kernel_s,
-                "memory_bytes": float(memory), "torch": torch.__version__, "device_type": device.type}
+                "memory_bytes": float(memory), "torch": torch.__version__, "device_type": device.type, **kernels}
     return Measurements(f"{name} ({device.type})", dtype_name, ceilings, samples)
 
 
@@ -223,11 +228,16 @@ def preset_fields(measurements, name: str, peak_tflops: float | None, network_gb
     """The datasheet fields of the preset (measured ceilings stand in for missing datasheet figures)."""
     c = measurements.ceilings
     peak = peak_tflops or c["gemm_flops"] / 1e12
+    peaks = {measurements.dtype: float(f"{peak:.6g}")}
+    if "fp8_gemm_flops" in c:  # no datasheet figure here: the measured FP8 ceiling stands in
+        peaks["fp8"] = float(f"{c['fp8_gemm_flops'] / 1e12:.6g}")
     return {
         "name": name,
         "description": f"{measurements.device}, calibrated by optmap calibrate (torch {c.get('torch', '?')}); "
-                       f"peak = {'given' if peak_tflops else 'measured GEMM ceiling'}, memory bandwidth = measured copy",
-        "peak_tflops": {measurements.dtype: float(f"{peak:.6g}")},
+                       f"peak = {'given' if peak_tflops else 'measured GEMM ceiling'}"
+                       f"{', fp8 peak = measured FP8 GEMM ceiling' if 'fp8' in peaks else ''}, "
+                       "memory bandwidth = measured copy",
+        "peak_tflops": peaks,
         "memory_gib": float(f"{c['memory_bytes'] / GIB:.6g}"),
         "memory_bandwidth_gBps": float(f"{c['copy_bandwidth'] / 1e9:.6g}"),
         "network_gbps": network_gbps,
@@ -239,6 +249,7 @@ def run(args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from optmap.commands.calibrate_kernels import kernels_table
     from optmap.compute import read_measurements, save_preset
     from optmap.compute.fit import error_rows, fit_calibration, predict
 
@@ -270,8 +281,8 @@ def run(args) -> int:
     fields = preset_fields(measurements, args.name or output.stem, args.peak_tflops, args.network_gbps)
     header = ("optmap accelerator preset written by `optmap calibrate`: the datasheet fields of\n"
               "Accelerator.from_datasheet, the calibration in [attrs.calibration] (docs/calibration.md). Measurements: "
-              + _relative(source, output))
-    written, _ = save_preset(output, fields, calibration, header)
+              + _relative(source, output) + "\nMeasured kernel ceilings in [attrs.kernels] (optmap.compute.kernels).")
+    written, _ = save_preset(output, fields, calibration, header, kernels_table(measurements))
     errors = error_rows(measurements.samples, predict(calibration, measurements.samples), by=lambda s: s.passes)
     fit = ", ".join(f"{r['key']} median {r['median_pct']:.1f} %" for r in errors)
     worst = max((r["median_pct"] for r in errors), default=0.0)

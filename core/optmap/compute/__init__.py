@@ -13,6 +13,8 @@ _API = {
     "Calibration": "optmap.compute.calibration",
     "calibration_of": "optmap.compute.calibration",
     "with_calibration": "optmap.compute.calibration",
+    "check_kernels": "optmap.compute.kernels",
+    "kernels_of": "optmap.compute.kernels",
     "PASSES": "optmap.compute.lowering",
     "lower": "optmap.compute.lowering",
     "Measurements": "optmap.compute.measurements",

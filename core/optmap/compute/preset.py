@@ -15,8 +15,12 @@ A preset file (TOML) is what ``optmap calibrate`` writes and what a problem file
     dtype = "bf16"
     math_tflops = 730.0                  # ... every key of Calibration.to_table
 
+    [attrs.kernels]                      # optional: measured kernel ceilings (optmap.compute.kernels)
+    dtype = "bf16"
+    gemm_tflops = 774.2
+
 The keys are exactly the keyword arguments of :meth:`Accelerator.from_datasheet`; the measured
-calibration rides in ``attrs``. :func:`read_preset` builds the accelerator (and checks the
+calibration and kernel ceilings ride in ``attrs``. :func:`read_preset` builds the accelerator (and checks the
 calibration table), :func:`write_preset` writes one.
 """
 
@@ -31,6 +35,7 @@ from optmap.errors import OptmapError
 from optmap.system import Accelerator
 
 from .calibration import Calibration, calibration_of, with_calibration
+from .kernels import check_kernels
 
 DATASHEET_KEYS = tuple(p for p in inspect.signature(Accelerator.from_datasheet).parameters if p not in ("cls", "name"))
 
@@ -49,6 +54,8 @@ def accelerator_from_table(table: Mapping[str, Any], name: str, where: str) -> A
         raise OptmapError(f"{where}: missing key '{missing[0]}' (a preset lists {', '.join(required)})")
     accelerator = Accelerator.from_datasheet(str(table.get("name", name)), **fields)
     calibration = calibration_of(accelerator)  # checks the table once, here
+    if "kernels" in accelerator.attrs:
+        check_kernels(accelerator.attrs["kernels"], where)
     return with_calibration(accelerator, calibration) if calibration is not None else accelerator
 
 
@@ -73,25 +80,32 @@ def _toml_value(value: Any) -> str:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise TypeError(f"cannot write {value!r} to TOML")
 
 
-def preset_text(fields: Mapping[str, Any], calibration: Calibration | None, header: str = "") -> str:
-    """The TOML text of a preset: ``fields`` (name + datasheet keys), then ``[attrs.calibration]``."""
+def preset_text(fields: Mapping[str, Any], calibration: Calibration | None, header: str = "",
+                kernels: Mapping[str, Any] | None = None) -> str:
+    """The TOML text of a preset: ``fields`` (name + datasheet keys), then ``[attrs.calibration]``
+    and ``[attrs.kernels]`` (:mod:`optmap.compute.kernels`)."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()] if header else []
     lines += [f"{k} = {_toml_value(v)}" for k, v in fields.items() if v is not None]
     if calibration is not None:
         lines += ["", "[attrs.calibration]"] + [f"{k} = {_toml_value(v)}" for k, v in calibration.to_table().items()]
+    if kernels:
+        lines += ["", "[attrs.kernels]"] + [f"{k} = {_toml_value(v)}" for k, v in kernels.items()]
     return "\n".join(lines) + "\n"
 
 
-def write_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None, header: str = "") -> Accelerator:
+def write_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None, header: str = "",
+                 kernels: Mapping[str, Any] | None = None) -> Accelerator:
     """Write a preset file and return the accelerator it describes (read back, so it round-trips)."""
-    return save_preset(path, fields, calibration, header)[1]
+    return save_preset(path, fields, calibration, header, kernels)[1]
 
 
 def save_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibration | None,
-                header: str = "") -> tuple[Path, Accelerator]:
+                header: str = "", kernels: Mapping[str, Any] | None = None) -> tuple[Path, Accelerator]:
     """Write a preset file through :func:`optmap.output.save` (atomic; a fall-back folder when
     ``path`` cannot be written): the path used and the accelerator read back from it."""
     from optmap.output import save
@@ -100,5 +114,5 @@ def save_preset(path: str | Path, fields: Mapping[str, Any], calibration: Calibr
     unknown = sorted(set(fields) - allowed)
     if unknown:
         raise OptmapError(f"preset: unknown datasheet field '{unknown[0]}'; valid: {', '.join(DATASHEET_KEYS)}")
-    written = save(path, preset_text(fields, calibration, header), what="preset")
+    written = save(path, preset_text(fields, calibration, header, kernels), what="preset")
     return written, read_preset(written)
