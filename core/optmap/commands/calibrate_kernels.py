@@ -35,10 +35,8 @@ def fp8_gemm_flops(torch, timer, device, n: int) -> float | None:
     return 2.0 * n**3 / seconds
 
 
-def _backends(torch, device) -> list:
+def _backends(torch, device, SDPBackend) -> list:
     """SDPA backends in Transformer Engine's order of preference for the device (module docstring)."""
-    from torch.nn.attention import SDPBackend
-
     if device.type != "cuda":
         return [None]
     flash, cudnn = SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION
@@ -47,9 +45,14 @@ def _backends(torch, device) -> list:
 
 
 def attention_flops(torch, timer, device, dtype, seq: int) -> tuple[float, float, str] | None:
-    """(forward FLOP/s, backward FLOP/s, kernel name) of fused causal attention, or None."""
+    """(forward FLOP/s, backward FLOP/s, kernel name) of fused causal attention, or None (also where
+    PyTorch predates ``torch.nn.attention``, 2.3)."""
     import torch.nn.functional as F
-    from torch.nn.attention import sdpa_kernel
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return None
 
     q, k, v = (torch.randn(1, HEADS, seq, HEAD_DIM, device=device, dtype=dtype, requires_grad=True) for _ in range(3))
     grad = torch.randn(1, HEADS, seq, HEAD_DIM, device=device, dtype=dtype)
@@ -58,7 +61,7 @@ def attention_flops(torch, timer, device, dtype, seq: int) -> tuple[float, float
     def forward():
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-    for backend in _backends(torch, device):
+    for backend in _backends(torch, device, SDPBackend):
         try:
             if backend is None:  # PyTorch's own choice
                 fwd, both = timer(forward), timer(lambda: forward().backward(grad))
