@@ -282,7 +282,8 @@ def run(args) -> int:
     header = ("optmap accelerator preset written by `optmap calibrate`: the datasheet fields of\n"
               "Accelerator.from_datasheet, the calibration in [attrs.calibration] (docs/calibration.md). Measurements: "
               + _relative(source, output) + "\nMeasured kernel ceilings in [attrs.kernels] (optmap.compute.kernels).")
-    written, _ = save_preset(output, fields, calibration, header, kernels_table(measurements))
+    kernels = kernels_table(measurements)
+    written, _ = save_preset(output, fields, calibration, header, kernels)
     errors = error_rows(measurements.samples, predict(calibration, measurements.samples), by=lambda s: s.passes)
     fit = ", ".join(f"{r['key']} median {r['median_pct']:.1f} %" for r in errors)
     worst = max((r["median_pct"] for r in errors), default=0.0)
@@ -292,7 +293,19 @@ def run(args) -> int:
     console.print(f"wrote {written} ({len(measurements.samples)} timings; in-sample error: {fit}); "
                   f"use it with `accelerator = \"{fields['name']}\"` after `file = \"{written.name}\"` "
                   "in the problem's [accelerators] table", markup=False)
+    console.print(_kernels_line(kernels), markup=False)
     return 0
+
+
+def _kernels_line(kernels: dict) -> str:
+    """One line of the measured kernel ceilings the preset carries ([attrs.kernels])."""
+    parts = [f"{kernels['dtype']} GEMM {kernels['gemm_tflops']:,.4g} TFLOP/s"]
+    if "fp8_gemm_tflops" in kernels:
+        parts.append(f"FP8 GEMM {kernels['fp8_gemm_tflops']:,.4g}")
+    if "attention_tflops" in kernels:
+        forward, backward = kernels["attention_tflops"]
+        parts.append(f"fused attention ({kernels['attention_kernel']}) {forward:,.4g} forward, {backward:,.4g} backward")
+    return "kernel ceilings: " + "; ".join(parts)
 
 
 def _output(text: str) -> Path:

@@ -96,7 +96,7 @@ def test_a_bad_kernels_table_is_one_line(tmp_path, kernels, message):
         read_preset(_preset(tmp_path, kernels))
 
 
-def test_calibrate_writes_the_kernels_it_measured(tmp_path, monkeypatch):
+def test_calibrate_writes_the_kernels_it_measured(tmp_path, monkeypatch, capsys):
     """`optmap calibrate --device cpu --quick`: [attrs.kernels] holds the measured GEMM ceiling (its
     measurement file's gemm_flops) and the fused attention's rates; a CPU has no FP8 GEMM."""
     pytest.importorskip("torch")
@@ -113,6 +113,8 @@ def test_calibrate_writes_the_kernels_it_measured(tmp_path, monkeypatch):
     assert kernels["attention_tflops"] == pytest.approx(
         [ceilings["attention_flops"] / 1e12, ceilings["attention_backward_flops"] / 1e12], rel=1e-5)
     assert kernels["attention_kernel"] == ceilings["attention_kernel"] == "default"
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"kernel ceilings: fp32 GEMM {kernels['gemm_tflops']:,.4g} TFLOP/s; fused attention (default)" in said
     # --refit reads them back from the measurement file
     assert main(["calibrate", "--refit", "cpu.json", "--quick", "-o", "again.toml"]) == 0
     assert kernels_of(read_preset(tmp_path / "again.toml")) == kernels
