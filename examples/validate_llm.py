@@ -180,6 +180,24 @@ def by_source(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def by_dispatcher(rows: list[dict]) -> str:
+    """Mean signed and mean |error| (runs) of the MoE runs per token dispatcher their recipe names
+    (``auto``: none named, the planner's default) and whether their all-to-alls overlap."""
+    moe = [r for r in rows if r["error_percent"] is not None and r["group"] != "H100 dense" and
+           heldout.MODELS[r["model"]].get("moe") is not None]
+    keys = sorted({(r["recipe"].get("moe_dispatcher", "auto"), bool(r["recipe"].get("moe_a2a_overlap"))) for r in moe})
+    groups = GROUPS[1:]
+    lines = ["| dispatcher | " + " | ".join(groups) + " |", "|---|" + "---:|" * len(groups)]
+    for dispatcher, overlap in keys:
+        cells = []
+        for group in groups:
+            errs = [r["error_percent"] for r in moe if r["group"] == group and
+                    (r["recipe"].get("moe_dispatcher", "auto"), bool(r["recipe"].get("moe_a2a_overlap"))) == (dispatcher, overlap)]
+            cells.append(f"{np.mean(errs):+.1f} % / {np.mean(np.abs(errs)):.1f} % ({len(errs)})" if errs else "")
+        lines.append(f"| `{dispatcher}`{' with the overlap' if overlap else ''} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -267,7 +285,7 @@ def render(rows: list[dict], groups: list[dict], plain: list[dict], outside: lis
     return (TEMPLATE.read_text().replace("{{SUMMARY}}", summary_table(groups)).replace("{{TABLE}}", table)
             .replace("{{SUMMARY_PLAIN}}", summary_table(plain))
             .replace("{{WORST}}", worst_runs(rows)).replace("{{WORST_MOE}}", worst_runs(rows, "H100 MoE"))
-            .replace("{{BY_SOURCE}}", by_source(rows)).replace("{{OUTSIDE}}", outside_table(outside or []))
+            .replace("{{BY_SOURCE}}", by_source(rows)).replace("{{BY_DISPATCHER}}", by_dispatcher(rows)).replace("{{OUTSIDE}}", outside_table(outside or []))
             .replace("{{SOURCES}}", sources))
 
 

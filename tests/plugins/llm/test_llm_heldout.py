@@ -351,3 +351,22 @@ def test_dgxc_rows_are_their_printed_step_times_and_recipes():
     # the strong-scaling table: one batch of 512 over 128 and 512 GB200s
     strong = _run("Nemotron-340B FP8 512 GB200 GBS 512 (dgxc-25.05)")
     assert (strong.gbs, strong.measured_s) == (512, pytest.approx(5.668))
+
+
+def test_by_dispatcher_splits_the_moe_runs_by_their_recipes_dispatcher_and_overlap():
+    """The page's dispatcher table: mean signed and mean |error| per dispatcher the recipe names
+    (auto where none), overlap apart; dense runs left out. Rows made by hand."""
+    def row(model, group, error, **recipe):
+        return {"model": model, "group": group, "error_percent": error, "recipe": recipe}
+
+    rows = [row("Qwen3-30B-A3B", "H100 MoE", -10.0, moe_dispatcher="alltoall"),
+            row("Qwen3-30B-A3B", "H100 MoE", -30.0, moe_dispatcher="alltoall"),
+            row("Qwen3-30B-A3B", "H100 MoE", 20.0, moe_dispatcher="alltoall", moe_a2a_overlap=True),
+            row("GPT-OSS-120B", "B200 / GB200", 5.0, moe_dispatcher="hybridep"),
+            row("Grok1-314B", "H100 MoE", -4.0),  # no dispatcher named: auto
+            row("LLAMA3-70B", "H100 dense", -50.0, moe_dispatcher="alltoall")]  # dense: left out
+    lines = validate_llm.by_dispatcher(rows).splitlines()
+    assert lines[2:] == ["| `alltoall` | -20.0 % / 20.0 % (2) |  |",
+                         "| `alltoall` with the overlap | +20.0 % / 20.0 % (1) |  |",
+                         "| `auto` | -4.0 % / 4.0 % (1) |  |",
+                         "| `hybridep` |  | +5.0 % / 5.0 % (1) |"]
