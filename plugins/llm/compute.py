@@ -36,8 +36,9 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
 * an accelerator whose preset carries measured kernel ceilings (``[attrs.kernels]``, what ``optmap
   calibrate`` writes: :mod:`optmap.compute.kernels`): derived as the ``h100`` ones were, ``gemm`` = its
   measured ``gemm_tflops`` over its peak in that dtype, ``memory`` = its calibration's measured copy
-  over its HBM rate (1 without a calibration), ``half_dim`` the H100's scaled by the two ridge
-  points (the ``a100`` rule) and ``launch`` the H100's (:func:`measured_efficiency`). Its FP8 GEMM
+  over its HBM rate (1 without a calibration), ``half_dim`` the H100's scaled by the two measured
+  ridge points, GEMM ceiling over copy (the ``a100`` rule on measured figures: 774.2 T / 2,980 G for
+  the H100), and ``launch`` the H100's (:func:`measured_efficiency`). Its FP8 GEMM
   ceiling, where measured, is the default ``fp8_gemm_efficiency`` (over its FP8 peak), and its fused
   attention rates the default ``attention_tflops`` (:func:`attention_rates`);
 * any other accelerator: the ``a100`` fractions (an assumption, reported by the cost model).
@@ -64,9 +65,9 @@ class Efficiency:
     launch: float  # seconds per kernel
 
 
-H100_FIT = Efficiency(gemm=774.2 / 989.4, memory=2980.0 / 3350.0, half_dim=200.0, launch=15e-6)
-H100_RIDGE = 989.4e12 / 3350e9  # datasheet FLOP per HBM byte of the H100 SXM
-RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / H100_RIDGE
+H100_GEMM, H100_COPY = 774.2e12, 2980.0e9  # measured bf16 8192³ GEMM FLOP/s and 1 GiB copy B/s (shared/measurements)
+H100_FIT = Efficiency(gemm=H100_GEMM / 989.4e12, memory=H100_COPY / 3350e9, half_dim=200.0, launch=15e-6)
+RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
 # gemm and memory fitted by ``python examples/calibrate_llm.py`` (:mod:`.calibration`); rerun to refit.
 A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
                       launch=H100_FIT.launch)
@@ -92,7 +93,7 @@ def measured_efficiency(acc: Accelerator) -> Efficiency | None:
     peak = acc.flops_per_s(kernels["dtype"])
     calibration = calibration_of(acc)
     copy = acc.memory_bandwidth if calibration is None else calibration.copy_bandwidth
-    ridge = (peak / acc.memory_bandwidth) / H100_RIDGE  # its FLOP per HBM byte over the H100's (the a100 rule)
+    ridge = (kernels["gemm_tflops"] * 1e12 / copy) / (H100_GEMM / H100_COPY)  # measured FLOP per byte over the H100's
     return Efficiency(gemm=min(1.0, kernels["gemm_tflops"] * 1e12 / peak), memory=min(1.0, copy / acc.memory_bandwidth),
                       half_dim=H100_FIT.half_dim * ridge, launch=H100_FIT.launch)
 
