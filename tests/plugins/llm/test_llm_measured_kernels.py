@@ -9,6 +9,7 @@ price as the same rates given as cost options.
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,16 @@ def test_the_h100s_measured_ceilings_price_as_the_shipped_h100_sxm(tmp_path):
     # copy_gBps of the shipped calibration is 2,980.1 where the h100 fit takes 2,980: the same to 1e-4
     assert _time(tmp_path, "lab-h100") == pytest.approx(_time(tmp_path, "h100-sxm"), rel=1e-4)
     assert _time(tmp_path, "lab-h100", "fp8") == pytest.approx(_time(tmp_path, "h100-sxm", "fp8"), rel=1e-4)
+
+
+def test_a_preset_whose_peak_is_its_measured_ceiling_prices_as_h100_sxm(tmp_path):
+    """What `optmap calibrate` writes without --peak-tflops: the bf16 peak and the HBM rate are the
+    measured GEMM ceiling and copy. Efficiency 1 of those, and the half_dim of the same measured ridge
+    point, is the h100 fit again (774.2 / 989.4 of the datasheet peak, 2,980 / 3,350 of its HBM)."""
+    path = _preset(tmp_path, 'dtype = "bf16"\ngemm_tflops = 774.2\n')
+    text = re.sub(r"^peak_tflops = .*$", "peak_tflops = { bf16 = 774.2 }", path.read_text(), flags=re.M)
+    path.write_text(text.replace("memory_bandwidth_gBps = 3350", "memory_bandwidth_gBps = 2980"))
+    assert _time(tmp_path, "lab-h100") == pytest.approx(_time(tmp_path, "h100-sxm"), rel=1e-4)
 
 
 def test_measured_fp8_and_attention_rates_are_the_defaults_and_options_still_win(tmp_path):
