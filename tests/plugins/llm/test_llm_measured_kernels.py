@@ -16,8 +16,9 @@ import pytest
 
 import optmap
 from optmap.errors import OptmapError
+from optmap.plugins.hardware import PRESET_FILES
 
-H100_PRESET = Path(optmap.__file__).parents[2] / "plugins" / "hardware" / "presets" / "h100-sxm.toml"
+H100_PRESET = PRESET_FILES / "h100-sxm.toml"  # the shipped preset, where the package is installed
 LAYOUT = {"tensor_parallel": 4, "pipeline_parallel": 2, "data_parallel": 8, "microbatch_size": 1}
 
 
