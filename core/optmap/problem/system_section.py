@@ -90,9 +90,14 @@ def _definition(where: str, name: str, table: Any, host: Host, base_dir: Path | 
         raise OptmapError(f"{at}: missing {', '.join(absent)}; give every datasheet figure, base = \"<accelerator>\" "
                           f"to start from a registered one, or file = \"<preset.toml>\"")
     try:
-        return Accelerator.from_datasheet(name, **keys)
+        accelerator = Accelerator.from_datasheet(name, **keys)
     except OptmapError as exc:
         raise OptmapError(f"{at}: {exc}") from None
+    if "kernels" in accelerator.attrs:  # measured kernel ceilings: checked here, where the file is named
+        from optmap.compute import check_kernels
+
+        check_kernels(accelerator.attrs["kernels"], at)
+    return accelerator
 
 
 def accelerators(where: str, table: dict, host: Host, base_dir: Path | None) -> dict[str, Any]:

@@ -106,6 +106,9 @@ def test_a_bad_kernels_table_is_one_line(tmp_path, kernels, message):
 
     with pytest.raises(OptmapError, match=message):
         read_preset(_preset(tmp_path, kernels))
+    # named by a problem file: refused where the problem defines the accelerator
+    with pytest.raises(OptmapError, match=r"problem\.toml: \[accelerators\.lab-h100\]: \[attrs\.kernels\] .*" + message):
+        _time(tmp_path, "lab-h100")
 
 
 def test_calibrate_writes_the_kernels_it_measured(tmp_path, monkeypatch, capsys):
