@@ -183,16 +183,17 @@ def by_source(rows: list[dict]) -> str:
 def by_dispatcher(rows: list[dict]) -> str:
     """Mean signed and mean |error| (runs) of the MoE runs per token dispatcher their recipe names
     (``auto``: none named, the planner's default) and whether their all-to-alls overlap."""
-    moe = [r for r in rows if r["error_percent"] is not None and r["group"] != "H100 dense" and
-           heldout.MODELS[r["model"]].get("moe") is not None]
-    keys = sorted({(r["recipe"].get("moe_dispatcher", "auto"), bool(r["recipe"].get("moe_a2a_overlap"))) for r in moe})
+    by_key: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["error_percent"] is not None and r["group"] != "H100 dense" and heldout.MODELS[r["model"]].get("moe") is not None:
+            key = (r["recipe"].get("moe_dispatcher", "auto"), bool(r["recipe"].get("moe_a2a_overlap")))
+            by_key.setdefault(key, []).append(r)
     groups = GROUPS[1:]
     lines = ["| dispatcher | " + " | ".join(groups) + " |", "|---|" + "---:|" * len(groups)]
-    for dispatcher, overlap in keys:
+    for (dispatcher, overlap), mine in sorted(by_key.items()):
         cells = []
         for group in groups:
-            errs = [r["error_percent"] for r in moe if r["group"] == group and
-                    (r["recipe"].get("moe_dispatcher", "auto"), bool(r["recipe"].get("moe_a2a_overlap"))) == (dispatcher, overlap)]
+            errs = [r["error_percent"] for r in mine if r["group"] == group]
             cells.append(f"{np.mean(errs):+.1f} % / {np.mean(np.abs(errs)):.1f} % ({len(errs)})" if errs else "")
         lines.append(f"| `{dispatcher}`{' with the overlap' if overlap else ''} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

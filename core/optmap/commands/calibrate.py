@@ -226,11 +226,13 @@ def _kernel_seconds(torch, timer, device) -> float:
 
 def preset_fields(measurements, name: str, peak_tflops: float | None, network_gbps: float) -> dict:
     """The datasheet fields of the preset (measured ceilings stand in for missing datasheet figures)."""
+    from optmap.commands.calibrate_kernels import tflops
+
     c = measurements.ceilings
     peak = peak_tflops or c["gemm_flops"] / 1e12
     peaks = {measurements.dtype: float(f"{peak:.6g}")}
     if "fp8_gemm_flops" in c:  # no datasheet figure here: the measured FP8 ceiling stands in
-        peaks["fp8"] = float(f"{c['fp8_gemm_flops'] / 1e12:.6g}")
+        peaks["fp8"] = tflops(c["fp8_gemm_flops"])
     return {
         "name": name,
         "description": f"{measurements.device}, calibrated by optmap calibrate (torch {c.get('torch', '?')}); "

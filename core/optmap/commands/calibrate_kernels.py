@@ -87,13 +87,18 @@ def kernel_ceilings(torch, timer, device, dtype, quick: bool) -> dict:
     return out
 
 
+def tflops(flops: float) -> float:
+    """A FLOP/s ceiling as a preset writes it: TFLOP/s to six significant digits."""
+    return float(f"{flops / 1e12:.6g}")
+
+
 def kernels_table(measurements) -> dict:
     """The preset's ``[attrs.kernels]`` from a calibration's ceilings (TFLOP/s)."""
     c = measurements.ceilings
-    table = {"dtype": measurements.dtype, "gemm_tflops": float(f"{c['gemm_flops'] / 1e12:.6g}")}
+    table = {"dtype": measurements.dtype, "gemm_tflops": tflops(c["gemm_flops"])}
     if "fp8_gemm_flops" in c:
-        table["fp8_gemm_tflops"] = float(f"{c['fp8_gemm_flops'] / 1e12:.6g}")
+        table["fp8_gemm_tflops"] = tflops(c["fp8_gemm_flops"])
     if "attention_flops" in c:
-        table["attention_tflops"] = [float(f"{c[k] / 1e12:.6g}") for k in ("attention_flops", "attention_backward_flops")]
+        table["attention_tflops"] = [tflops(c[k]) for k in ("attention_flops", "attention_backward_flops")]
         table["attention_kernel"] = str(c.get("attention_kernel", "default"))
     return table
