@@ -41,12 +41,16 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
   the H100), and ``launch`` the H100's (:func:`measured_efficiency`). Its FP8 GEMM
   ceiling, where measured, is the default ``fp8_gemm_efficiency`` (over its FP8 peak), and its fused
   attention rates the default ``attention_tflops`` (:func:`attention_rates`);
-* any other accelerator: the ``a100`` fractions (an assumption, reported by the cost model).
+* any other accelerator: the ``a100`` ``gemm`` and ``memory`` fractions and the H100's ``launch`` (an
+  assumption, reported by the cost model: ``calibrated_accelerator`` false), and ``half_dim`` by the
+  ``a100`` rule from its own datasheet ridge point (:func:`ridge_half_dim`): B200 2,250 T / 8,000 G =
+  281 FLOP per byte, 190; GB200 2,500 T / 8,000 G = 312, 212. (Until issue 25's B200 and GB200 runs
+  were read they took the A100's 104, which the rule gives for the A100's ridge of 153 only.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,20 +71,30 @@ class Efficiency:
 
 H100_GEMM, H100_COPY = 774.2e12, 2980.0e9  # measured bf16 8192³ GEMM FLOP/s and 1 GiB copy B/s (shared/measurements)
 H100_FIT = Efficiency(gemm=H100_GEMM / 989.4e12, memory=H100_COPY / 3350e9, half_dim=200.0, launch=15e-6)
-RIDGE_A100_OVER_H100 = (312e12 / 2039e9) / (989.4e12 / 3350e9)  # datasheet FLOP per HBM byte
+H100_RIDGE = 989.4e12 / 3350e9  # datasheet bf16 FLOP per HBM byte of the H100 SXM
+
+
+def ridge_half_dim(peak_flops: float, memory_bandwidth: float) -> float:
+    """``half_dim`` of a GPU without GEMM measurements: the H100's scaled by the two datasheet ridge
+    points (peak FLOP/s over HBM B/s), the reading of the ``a100`` calibration (module docstring)."""
+    return H100_FIT.half_dim * (peak_flops / memory_bandwidth) / H100_RIDGE
+
+
 # gemm and memory fitted by ``python examples/calibrate_llm.py`` (:mod:`.calibration`); rerun to refit.
-A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(H100_FIT.half_dim * RIDGE_A100_OVER_H100),
-                      launch=H100_FIT.launch)
+A100_FIT = Efficiency(gemm=0.76, memory=0.80, half_dim=round(ridge_half_dim(312e12, 2039e9)), launch=H100_FIT.launch)
 
 EFFICIENCY: dict[str, Efficiency] = {"h100": H100_FIT, "h100-sxm": H100_FIT, "a100": A100_FIT, "a100-sxm": A100_FIT}
 
 
-def efficiency_for(acc: Accelerator) -> tuple[Efficiency, bool]:
-    """The calibration of an accelerator and whether it is its own (False: the A100 fallback)."""
+def efficiency_for(acc: Accelerator, peak_flops: float) -> tuple[Efficiency, bool]:
+    """The calibration of an accelerator whose 16-bit GEMMs peak at ``peak_flops``, and whether it is
+    its own (False: the A100 fractions, ``half_dim`` by its ridge point, :func:`ridge_half_dim`)."""
     if acc.name in EFFICIENCY:
         return EFFICIENCY[acc.name], True
     measured = measured_efficiency(acc)
-    return (A100_FIT, False) if measured is None else (measured, True)
+    if measured is not None:
+        return measured, True
+    return replace(A100_FIT, half_dim=ridge_half_dim(peak_flops, acc.memory_bandwidth)), False
 
 
 def measured_efficiency(acc: Accelerator) -> Efficiency | None:
@@ -178,10 +192,11 @@ def devices(acc: Accelerator, rec, dtype: str, compute: str, gemm_efficiency: fl
             raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
                               f"\"{rec.name}\" use compute = \"fitted\"")
         return SharedDevice(acc, dtype), None, True
-    eff, calibrated = efficiency_for(acc)
+    peak = acc.flops_per_s("bf16" if rec.low_precision else dtype)
+    eff, calibrated = efficiency_for(acc, peak)
     eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
                      half_dim=eff.half_dim, launch=eff.launch)
-    device = Device(acc.flops_per_s("bf16" if rec.low_precision else dtype), acc.memory_bandwidth, eff)
+    device = Device(peak, acc.memory_bandwidth, eff)
     if not rec.low_precision:
         return device, None, calibrated
     peak = acc.flops_per_s(rec.linear_dtype)

@@ -5,13 +5,24 @@ import pytest
 
 from optmap.host import load_host
 from optmap.plugins.llm import calibration
-from optmap.plugins.llm.compute import A100_FIT, H100_FIT
+from optmap.plugins.hardware.accelerators import B200, GB200
+from optmap.plugins.llm.compute import A100_FIT, H100_FIT, efficiency_for
 from optmap.plugins.llm.published import runs
 
 
 def test_a100_shape_curve_is_the_h100_one_scaled_by_ridge_points():
     # datasheet ridge points: A100 312 TFLOP/s / 2,039 GB/s, H100 989.4 TFLOP/s / 3,350 GB/s
     assert A100_FIT.half_dim == round(H100_FIT.half_dim * (312 / 2039) / (989.4 / 3350)) == 104
+
+
+@pytest.mark.parametrize("acc, peak_tflops, hbm_gbps, half_dim", [(B200, 2250, 8000, 190.46), (GB200, 2500, 8000, 211.62)])
+def test_blackwell_takes_the_a100_fractions_and_its_own_ridge_point(acc, peak_tflops, hbm_gbps, half_dim):
+    # no Blackwell GEMM is measured: the A100's fractions, half_dim by the A100's rule from the datasheet
+    # ridge point (B200: 200 × (2250/8000) / (989.4/3350) = 190.46; GB200: 200 × 0.3125 / 0.29534 = 211.62)
+    eff, own = efficiency_for(acc, acc.flops_per_s("bf16"))
+    assert not own and (eff.gemm, eff.memory, eff.launch) == (A100_FIT.gemm, A100_FIT.memory, A100_FIT.launch)
+    assert eff.half_dim == pytest.approx(H100_FIT.half_dim * (peak_tflops / hbm_gbps) / (989.4 / 3350))
+    assert eff.half_dim == pytest.approx(half_dim, abs=0.01)
 
 
 def test_published_runs_are_consistent():
