@@ -1,6 +1,7 @@
 """Predict held-out, measured LLM training runs of today (issue 25) and write docs/reproductions/llm-today.md.
 
     python examples/validate_llm.py                       # every run; writes docs/reproductions/llm-today.md
+                                                          # and the summary megatron-3d reports (accuracy.py)
     python examples/validate_llm.py --json OUT.json       # also the rows as JSON
     python examples/validate_llm.py --match LLAMA2 --out /tmp/x.md
     python examples/validate_llm.py --problems DIR        # each run as a problem file: optmap run DIR/….toml
@@ -32,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import optmap
-from optmap.plugins.llm import heldout, heldout_runs, stages
+from optmap.plugins.llm import accuracy, heldout, heldout_runs, stages
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.llm.engine import plan_table
 from optmap.plugins.llm.model import CATEGORIES
@@ -40,6 +41,7 @@ from optmap.plugins.llm.model import CATEGORIES
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reproductions" / "llm-today.md"
 TEMPLATE = OUT.with_name("llm-today.template.md")
+ACCURACY = ROOT / "plugins" / "llm" / accuracy.FILE  # the summary megatron-3d ships (optmap.plugins.llm.accuracy)
 GROUPS = ("H100 dense", "H100 MoE", "B200 / GB200")
 BARS = {"H100 dense": (10.0, 25.0), "H100 MoE": (20.0, 35.0)}  # issue 25: mean / max error, percent
 # a published decision the cost model may lack, and the value that means "not used"
@@ -368,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     plain = summary([predict(run, recipe=False, extra=extra) for run in runs])  # the issue's problem files as written
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(rows, groups, plain, outside) + "\n", encoding="utf-8")
+    if args.out == OUT and not args.match:  # the validation itself: what megatron-3d reports beside a plan
+        ACCURACY.write_text(json.dumps({"summary": groups, "summary_without_recipe_options": plain}, indent=1) + "\n")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"rows": rows, "summary": groups, "summary_without_recipe_options": plain,

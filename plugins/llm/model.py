@@ -44,7 +44,7 @@ from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import attention as attn, export as launch, recompute as recomputation
+from . import accuracy, attention as attn, export as launch, recompute as recomputation
 from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
@@ -220,7 +220,7 @@ class Megatron3DCostModel(CostModel):
                               f"accelerator with {rec.linear_dtype} tensor cores")
         self.device, self.linear_device, self.calibrated = devices(acc, rec, workload.dtype, compute, gemm_efficiency,
                                                                    memory_efficiency, fp8_gemm_efficiency)
-        self.capacity = acc.memory_bytes
+        self.capacity, self.accuracy = acc.memory_bytes, accuracy.table(acc.name, cfg.moe is not None)
         self.options = inputs.Options(sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, tp_comm_overlap=tp_comm_overlap,
                                       grad_accumulation_fusion=grad_accumulation_fusion,
@@ -354,6 +354,7 @@ class Megatron3DCostModel(CostModel):
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
         tables["stages"] = self._stages(plan, cols, m)
+        tables.update({"held_out_accuracy": self.accuracy} if self.accuracy else {})
         if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,
