@@ -44,8 +44,8 @@ Calibrations (:data:`EFFICIENCY`), each named and sourced:
 * any other accelerator: the ``a100`` ``gemm`` and ``memory`` fractions and the H100's ``launch`` (an
   assumption, reported by the cost model: ``calibrated_accelerator`` false), and ``half_dim`` by the
   ``a100`` rule from its own datasheet ridge point (:func:`ridge_half_dim`): B200 2,250 T / 8,000 G =
-  281 FLOP per byte, 190; GB200 2,500 T / 8,000 G = 312, 212. (Until issue 25's B200 and GB200 runs
-  were read they took the A100's 104, which the rule gives for the A100's ridge of 153 only.)
+  281 FLOP per byte, 190; GB200 2,500 T / 8,000 G = 312, 212 (the A100's 104 is the rule at its own
+  ridge of 153, not a constant of unmeasured GPUs).
 """
 
 from __future__ import annotations
@@ -192,11 +192,11 @@ def devices(acc: Accelerator, rec, dtype: str, compute: str, gemm_efficiency: fl
             raise OptmapError(f"[cost] compute = \"shared\" is calibrated on 16-bit GEMMs only; with dtype = "
                               f"\"{rec.name}\" use compute = \"fitted\"")
         return SharedDevice(acc, dtype), None, True
-    peak = acc.flops_per_s("bf16" if rec.low_precision else dtype)
-    eff, calibrated = efficiency_for(acc, peak)
+    peak16 = acc.flops_per_s("bf16" if rec.low_precision else dtype)
+    eff, calibrated = efficiency_for(acc, peak16)
     eff = Efficiency(gemm=gemm_efficiency or eff.gemm, memory=memory_efficiency or eff.memory,
                      half_dim=eff.half_dim, launch=eff.launch)
-    device = Device(peak, acc.memory_bandwidth, eff)
+    device = Device(peak16, acc.memory_bandwidth, eff)
     if not rec.low_precision:
         return device, None, calibrated
     peak = acc.flops_per_s(rec.linear_dtype)
