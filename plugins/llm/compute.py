@@ -74,10 +74,11 @@ H100_FIT = Efficiency(gemm=H100_GEMM / 989.4e12, memory=H100_COPY / 3350e9, half
 H100_RIDGE = 989.4e12 / 3350e9  # datasheet bf16 FLOP per HBM byte of the H100 SXM
 
 
-def ridge_half_dim(peak_flops: float, memory_bandwidth: float) -> float:
-    """``half_dim`` of a GPU without GEMM measurements: the H100's scaled by the two datasheet ridge
-    points (peak FLOP/s over HBM B/s), the reading of the ``a100`` calibration (module docstring)."""
-    return H100_FIT.half_dim * (peak_flops / memory_bandwidth) / H100_RIDGE
+def ridge_half_dim(peak_flops: float, memory_bandwidth: float, h100_ridge: float = H100_RIDGE) -> float:
+    """``half_dim`` of a GPU: the H100's scaled by the two ridge points (FLOP/s over HBM B/s), the
+    reading of the ``a100`` calibration (module docstring): datasheet figures by default, or a measured
+    GEMM ceiling and copy against the H100's measured ones (``h100_ridge = H100_GEMM / H100_COPY``)."""
+    return H100_FIT.half_dim * (peak_flops / memory_bandwidth) / h100_ridge
 
 
 # gemm and memory fitted by ``python examples/calibrate_llm.py`` (:mod:`.calibration`); rerun to refit.
@@ -107,9 +108,9 @@ def measured_efficiency(acc: Accelerator) -> Efficiency | None:
     peak = acc.flops_per_s(kernels["dtype"])
     calibration = calibration_of(acc)
     copy = acc.memory_bandwidth if calibration is None else calibration.copy_bandwidth
-    ridge = (kernels["gemm_tflops"] * 1e12 / copy) / (H100_GEMM / H100_COPY)  # measured FLOP per byte over the H100's
-    return Efficiency(gemm=min(1.0, kernels["gemm_tflops"] * 1e12 / peak), memory=min(1.0, copy / acc.memory_bandwidth),
-                      half_dim=H100_FIT.half_dim * ridge, launch=H100_FIT.launch)
+    gemm = kernels["gemm_tflops"] * 1e12
+    return Efficiency(gemm=min(1.0, gemm / peak), memory=min(1.0, copy / acc.memory_bandwidth),
+                      half_dim=ridge_half_dim(gemm, copy, H100_GEMM / H100_COPY), launch=H100_FIT.launch)
 
 
 def attention_rates(acc: Accelerator, attention: str, given: tuple[float, float] | None) -> tuple[float, float] | None:

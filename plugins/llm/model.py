@@ -220,7 +220,7 @@ class Megatron3DCostModel(CostModel):
                               f"accelerator with {rec.linear_dtype} tensor cores")
         self.device, self.linear_device, self.calibrated = devices(acc, rec, workload.dtype, compute, gemm_efficiency,
                                                                    memory_efficiency, fp8_gemm_efficiency)
-        self.capacity, self.accuracy = acc.memory_bytes, accuracy.table(acc.name, cfg.moe is not None)
+        self.capacity = acc.memory_bytes
         self.options = inputs.Options(sp_gather_redo=sp_gather_redo, scatter_gather=scatter_gather,
                                       tp_overlap=tp_overlap, tp_comm_overlap=tp_comm_overlap,
                                       grad_accumulation_fusion=grad_accumulation_fusion,
@@ -354,7 +354,8 @@ class Megatron3DCostModel(CostModel):
                   + [{"part": "total", "GiB": cols["memory"] / GIB},
                      {"part": "available (capacity - reserve)", "GiB": available}]}
         tables["stages"] = self._stages(plan, cols, m)
-        tables.update({"held_out_accuracy": self.accuracy} if self.accuracy else {})
+        if held_out := accuracy.table(self.system.devices[0].name, self.config.moe is not None):  # :mod:`.accuracy`
+            tables["held_out_accuracy"] = held_out
         if self.ranking is not None and np.allclose(mapping.vector, self.ranking[0]):
             tables["top_plans"] = list(self.ranking[1])
         return CostReport(metrics=metrics, feasible=not reason, reason=reason, tables=tables,

@@ -48,7 +48,8 @@ def check_kernels(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     return dict(table)
 
 
-def kernels_of(accelerator) -> dict[str, Any]:
-    """The accelerator's measured kernel ceilings (``attrs["kernels"]``), checked; empty without them."""
+def kernels_of(accelerator, where: str | None = None) -> dict[str, Any]:
+    """The accelerator's measured kernel ceilings (``attrs["kernels"]``), checked (an error names
+    ``where``, by default the accelerator); empty without them."""
     table = accelerator.attrs.get("kernels")
-    return {} if table is None else check_kernels(table, f"accelerator '{accelerator.name}'")
+    return {} if table is None else check_kernels(table, where or f"accelerator '{accelerator.name}'")

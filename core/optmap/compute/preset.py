@@ -35,7 +35,7 @@ from optmap.errors import OptmapError
 from optmap.system import Accelerator
 
 from .calibration import Calibration, calibration_of, with_calibration
-from .kernels import check_kernels
+from .kernels import kernels_of
 
 DATASHEET_KEYS = tuple(p for p in inspect.signature(Accelerator.from_datasheet).parameters if p not in ("cls", "name"))
 
@@ -54,8 +54,7 @@ def accelerator_from_table(table: Mapping[str, Any], name: str, where: str) -> A
         raise OptmapError(f"{where}: missing key '{missing[0]}' (a preset lists {', '.join(required)})")
     accelerator = Accelerator.from_datasheet(str(table.get("name", name)), **fields)
     calibration = calibration_of(accelerator)  # checks the table once, here
-    if "kernels" in accelerator.attrs:
-        check_kernels(accelerator.attrs["kernels"], where)
+    kernels_of(accelerator, where)  # and the measured kernel ceilings, where the preset is named
     return with_calibration(accelerator, calibration) if calibration is not None else accelerator
 
 

@@ -93,10 +93,9 @@ def _definition(where: str, name: str, table: Any, host: Host, base_dir: Path | 
         accelerator = Accelerator.from_datasheet(name, **keys)
     except OptmapError as exc:
         raise OptmapError(f"{at}: {exc}") from None
-    if "kernels" in accelerator.attrs:  # measured kernel ceilings: checked here, where the file is named
-        from optmap.compute import check_kernels
+    from optmap.compute import kernels_of
 
-        check_kernels(accelerator.attrs["kernels"], at)
+    kernels_of(accelerator, at)  # measured kernel ceilings: checked here, where the file is named
     return accelerator
 
 
