@@ -56,6 +56,8 @@ Sources (each row names its own):
   ``nemo-24.07`` row obeys within 0.1 % where both figures are published.
 * ``dgxc-25.03``, ``dgxc-25.04``, ``dgxc-25.05``: NVIDIA's dgxc-benchmarking recipes, measured step
   times of NeMo pre-training on DGX H100 and GB200 (:mod:`.heldout_dgxc` says which rows and why).
+* ``nemo-25.02`` and ``nemo-25.04``: the NeMo Framework user guide's performance summary pages of NeMo 2
+  (DGX-B200 and GB200 FP8 rows, and one DGX-H100 row; :mod:`.heldout_nemo2` says which and why).
 * ``nemo-long-25.04``: the same page's DGX-B200 table, LLAMA3-8B FP8, container NeMo 25.04.rc2,
   8K to 1M tokens (at commit 14d427f575, its first version: GPU counts equal TP × CP × DP; the
   rewrite of 19fadb67b0 prints four times as many GPUs beside the same layout and TFLOP/s). Its
@@ -133,6 +135,10 @@ SOURCES = {
        for r, c, h in (("25.03", "24.12", "1b9bb6b3cfea881fc4997ac111e695e52ae901aa"),
                        ("25.04", "25.02.01; 24.12 for GPT3-175B and Grok1-314B", "0efdb235ac32cc815084bd84ac8c1d1b722fa13e"),
                        ("25.05", "25.04.00 and 25.04.01", "c5c765f2684f983e787eaada4073b63c8287caf6"))},
+    **{f"nemo-{c}": (f"NVIDIA NeMo Framework user guide, performance summary, NeMo {c} container, pre-training FP8 "
+                     f"on {systems}", f"https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/{page}")
+       for c, systems, page in (("25.02", "DGX-B200 (and DGX-H100's first row)", "performance_summary.html"),
+                                ("25.04", "DGX-GB200", "archive/25.04-performance-summary.html"))},
     "bridge-25.09": ("Megatron-Bridge performance summary archive, 25.09 NeMo container, pre-training (no precision "
                      "stated; outside the summary)", f"{_BRIDGE_AUGUST_2026}/docs/performance-summary-archive.md"),
     "moe-modelzoo": ("NVIDIA Megatron-MoE-ModelZoo best practices, Qwen3-235B-A22B and Mixtral-8x22B on DGX H100, BF16 "
@@ -187,10 +193,13 @@ MODELS: dict[str, dict] = {
     "LLAMA3-8B": {"preset": "llama3-8b"},
     "LLAMA3-70B": {"preset": "llama3-70b"},
     "LLAMA3.1-405B": {"preset": "llama3.1-405b"},
+    "LLAMA3-405B": {"preset": "llama3.1-405b"},  # NeMo 2's tables' name for it (pretrain_llama31_405b.py)
     "LLAMA3.1-8B": {"preset": "llama3-8b"},  # Llama 3.1 changes the RoPE scaling and the context, not the shapes
     "LLAMA3.1-70B": {"preset": "llama3-70b"},
     "Nemotron4-15B": {**_NEMOTRON, "layers": 32, "d_model": 6144, "heads": 48, "kv_heads": 8,
                       "d_ff": 24576},  # Nemotron4Config15B
+    "Nemotron-15B": {**_NEMOTRON, "layers": 32, "d_model": 6144, "heads": 48, "kv_heads": 8,
+                     "d_ff": 24576},  # NeMo 2's tables' name for Nemotron-4 15B (pretrain_nemotron4_15b.py)
     "Qwen3-30B-A3B": {**_QWEN3, "layers": 48, "d_model": 2048, "heads": 32, "kv_heads": 4, "d_ff": 6144,
                       "moe": {"experts": 128, "top_k": 8, "d_ff": 768, "shared_experts": 0, "shared_d_ff": 0,
                               "dense_layers": 0}},  # Qwen3Config30B_A3B
@@ -201,6 +210,7 @@ MODELS: dict[str, dict] = {
                                       ("32B", 56, 7168, 48), ("70B", 64, 8192, 84), ("119B", 80, 10240, 92),
                                       ("177B", 96, 12288, 96), ("314B", 128, 16384, 96), ("462B", 144, 18432, 112))},
     "Mixtral-8x22B": {"preset": "mixtral-8x22b", "moe": {}},  # 56 layers, 8 experts of 16,384, top 2
+    "Mixtral-8x7B": {"preset": "mixtral-8x7b", "moe": {}},  # 32 layers, 8 experts of 14,336, top 2
     "GPT-OSS-120B": {"preset": "gpt-oss-120b", "moe": {}},  # sliding window 128 on every other layer
     # NeMo's grok1_314b (MixtralConfig8x7B widened; scripts/performance/llm/pretrain_grok1_314b.py at 26ca175cd2;
     # dgxc-benchmarking grok1_314b.yaml): SwiGLU-width experts, RMSNorm, untied, the Llama 3 tokenizer

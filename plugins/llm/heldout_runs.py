@@ -6,7 +6,7 @@ model TFLOP/s/GPU, under its source's key and system.
 
 from __future__ import annotations
 
-from . import heldout_dgxc
+from . import heldout_dgxc, heldout_nemo2
 from .heldout import BF16_GRADS, EXPERT_TP_1, FP32_GRADS, MODELS, NORM_ACT, HeldOutRun, recomputing
 
 
@@ -329,4 +329,5 @@ def outside() -> list[tuple[HeldOutRun, str]]:
 
 def runs() -> list[HeldOutRun]:
     """Every held-out run, in the order of the sources."""
-    return NEMO_24_07 + NEMO_LONG_24_03 + NEMO_LONG_25_04 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02 + BRIDGE_2026 + MOE_MODELZOO + heldout_dgxc.runs()
+    return (NEMO_24_07 + NEMO_LONG_24_03 + NEMO_LONG_25_04 + MEGATRON_LM_2024 + BRIDGE_25_11 + BRIDGE_26_02
+            + BRIDGE_2026 + MOE_MODELZOO + heldout_dgxc.runs() + heldout_nemo2.runs())

@@ -69,6 +69,11 @@ def test_every_row_names_known_things_and_a_consistent_layout():
     ("Qwen3-30B-A3B FP8 16 H100 (bridge-26.02.01)", 28.9406),
     # Bridge 26.06 GB200 (no FSDP column): 8,192 × 4,096 / (7,376 × 256) = 33,554,432 / 1,888,256
     ("Qwen3-235B-A22B MXFP8 256 GB200 (bridge-26.06)", 17.7701),
+    # NeMo 25.04 GB200, GBS 64 and MBS 1 (the page prints the two swapped; its GA 16 = 64 / (1 × DP 4)):
+    # 64 × 65,536 / (2,731 × 256) = 4,194,304 / 699,136
+    ("Mixtral-8x22B FP8 256 GB200 (nemo-25.04)", 5.9993),
+    # NeMo 25.02 H100, the first row of its DGX-H100 table: 2,048 × 2,048 / (866 × 512) = 4,194,304 / 443,392
+    ("GPT3-175B FP8 512 H100 (nemo-25.02)", 9.4596),
 ])
 def test_iteration_time_is_the_published_throughput_by_hand(label, seconds):
     assert _run(label).measured_s == pytest.approx(seconds, abs=5e-5)
@@ -90,7 +95,10 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     ``nemo-long-24.03``'s tokens/s, derived by :func:`.heldout_runs.megatron_flops_per_token` over
     the full square, agree with this count of the model's own configuration: the formula is transcribed right). Except
     26.04.01, whose tokens/s are all multiples of 8 (1,664, 4,224, 328, ...): printed coarser than
-    its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source)."""
+    its TFLOP/s, they disagree by up to 2.2 % (heldout.py keeps the tokens/s, as for every source); and
+    NeMo 2's pages (``nemo-25.02``, ``nemo-25.04``) for Llama 3.1 405B, whose TFLOP/s carry 1.0 % more FLOPs
+    per token than the model's configuration counts (2.65e12; dgxc-benchmarking 25.05's llama3.1 README
+    prints the same excess, "2.17E+16" per 8,192-token sequence), while their other rows agree within 0.2 %."""
     cfg = load_host().build("workload", "transformer", options={
         **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs, "dtype": "bf16"}).config
     forward = cfg.flops_fwd()  # per sequence: layers, attention core and logits
@@ -99,7 +107,9 @@ def test_published_tokens_and_tflops_agree_through_the_source_flop_count(run):
     per_token = 3.0 * forward / run.seq_len
     coarse = run.source == "bridge-26.04.01"
     assert not coarse or run.tokens_per_gpu % 8 == 0
-    assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=2.5e-2 if coarse else 2e-3)
+    nemo2_405b = run.source in ("nemo-25.02", "nemo-25.04") and run.model == "LLAMA3-405B"
+    rel = 2.5e-2 if coarse else 1.2e-2 if nemo2_405b else 2e-3
+    assert run.model_tflops * 1e12 / run.tokens_per_gpu == pytest.approx(per_token, rel=rel)
 
 
 def test_runs_outside_the_summary_are_their_tables_with_one_assumption_each():
