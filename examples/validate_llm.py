@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import optmap
-from optmap.plugins.llm import accuracy, heldout, heldout_runs, stages
-from optmap.plugins.transformer.presets import PRESETS
+from optmap.plugins.llm import accuracy, heldout, heldout_runs
 from optmap.plugins.llm.engine import plan_table
 from optmap.plugins.llm.model import CATEGORIES
 
@@ -56,13 +55,9 @@ def spec(run: heldout.HeldOutRun, fix: dict | None = None, recipe: bool = True, 
     topology, accelerator = heldout.SYSTEMS[run.system]
     workload = {"model": "transformer", **heldout.MODELS[run.model], "seq_len": run.seq_len, "batch": run.gbs,
                 "dtype": run.dtype}
-    # the search bounds (options) admit the published micro-batch and interleaving; a published split
-    # whose chunks divide neither the layers nor layers + 2 ran with Megatron-Core's explicit layout
-    cost = {"model": "megatron-3d", "max_interleaving": max(16, run.vp or 1), "max_microbatch": max(16, run.mbs or 1)}
-    layers = workload.get("layers") or PRESETS[workload["preset"]].layers
-    if run.vp is not None and stages.layout_string(layers, run.pp, run.vp) is not None:
-        cost["uneven_stages"] = "layout"
-    cost.update(heldout.recipe_options(run) if recipe else {})  # what the run's recipe fixes beyond its table
+    # nothing else in [cost], as issue 25 writes its problems: a published micro-batch, interleaving or
+    # split beyond the search's bounds widens them when pinned (plugins/llm/choices.py)
+    cost = {"model": "megatron-3d", **(heldout.recipe_options(run) if recipe else {})}
     cost.update(extra or {})
     return {"name": run.label, "workload": workload,
             "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": run.gpus}]},

@@ -126,7 +126,9 @@ class CostModel(ABC):
     - ``prepare(rows)``: one-off set-up (e.g. loading compiled code) before a search that will
       score about ``rows`` plans starts its clock; see :meth:`optmap.search.Evaluator.prepare`.
     - ``export_targets`` and :meth:`export`: the launch formats a plan can be written as
-      (``optmap export RESULT.json --to TARGET``).
+      (``optmap export RESULT.json --to TARGET``);
+    - :meth:`admit`: the model with its space widened to hold a problem's pinned decisions, where
+      its choices are search bounds rather than everything it can price.
     """
 
     space: DesignSpace
@@ -156,6 +158,14 @@ class CostModel(ABC):
         """Named mappings worth starting a search from."""
         return {}
 
+    def admit(self, pins: dict[str, Any]) -> "CostModel":
+        """This model with ``pins`` (decision name → value, as a ``[fix]`` table or ``--fix`` gives
+        them) inside its space. A model whose choices are bounds of its search (a largest
+        micro-batch, the splits its search prefers) returns a copy whose choices also hold each
+        pinned value it can price, so that a pin is priced instead of refused; values it cannot
+        price are left for the pins' check to refuse. Default: the model itself."""
+        return self
+
     def export(self, plan: dict[str, Any], target: str) -> tuple[str, list[str]]:
         """A plan (its decisions) as the launch configuration ``target`` (one of ``export_targets``):
         the text, and one note per part of the plan the target cannot express."""
@@ -170,6 +180,12 @@ def missing(model: Any) -> str | None:
     if not isinstance(model.space, DesignSpace):
         return "a cost model (its space is not an optmap.space.DesignSpace)"
     return None
+
+
+def admit(model: Any, pins: Any) -> Any:
+    """``model.admit(pins)`` where the model has it and ``pins`` is a table of pins, else ``model``."""
+    widen = getattr(model, "admit", None)
+    return widen(pins) if callable(widen) and isinstance(pins, dict) and pins else model
 
 
 def primary_metric(model: Any) -> str:

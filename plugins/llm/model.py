@@ -1,10 +1,10 @@
 """Cost model ``megatron-3d``: tensor × pipeline × data parallel training plans of a transformer.
 
 Decisions (one categorical variable each; the choices are the sizes that can divide the model):
-``tensor_parallel`` (divisors of the heads, key/value heads and d_ff), ``pipeline_parallel``
-(sizes that split the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size``
-(divisors of the batch up to ``max_microbatch``), ``interleaving`` (virtual pipeline stages per
-device, likewise, up to ``max_interleaving``), ``recompute`` (none / selective /
+``tensor_parallel`` (divisors of the heads, key/value heads and d_ff), ``pipeline_parallel`` (sizes that split
+the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size`` (divisors of
+the batch up to ``max_microbatch``), ``interleaving`` (virtual stages per device, likewise; pins widen both,
+:mod:`.choices`), ``recompute`` (none / selective /
 full, for a MoE model moe and norm_act, with latent attention mla_up_proj: :mod:`.recompute`), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``context_parallel``
 (ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
@@ -45,7 +45,8 @@ from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
 from . import accuracy, attention as attn, export as launch, recompute as recomputation
-from . import context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
+from . import choices, context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
+from .choices import divisors
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
 from .compute import attention_rates, devices
@@ -70,10 +71,6 @@ MEMORY_LABELS = {"memory_weights": "weights (16-bit)", "memory_weight_copies": "
                  "memory_activations": "activations",
                  "memory_step_copy": "fp32 copy of 16-bit gradients (optimizer step only, not beside activations)"}
 GIB = 2.0**30
-
-
-def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
-    return tuple(k for k in range(1, n + 1) if n % k == 0 and k <= limit)
 
 
 class Megatron3DCostModel(CostModel):
@@ -261,6 +258,9 @@ class Megatron3DCostModel(CostModel):
         ))
         # the best plan of the last megatron-3d search (its vector) and the rows of its top plans
         self.ranking: tuple[tuple[float, ...], list[dict]] | None = None
+
+    def admit(self, pins: dict) -> "Megatron3DCostModel":
+        return choices.admit(self, pins)  # the search's bounds widened to hold the pins (:mod:`.choices`)
 
     # --- plans as arrays ------------------------------------------------------------------------
     def values(self, X: np.ndarray) -> dict[str, np.ndarray]:

@@ -289,3 +289,33 @@ def make_problem_from_model(model, spec):
     return Problem(name="stages", path=None, spec=spec, workload=None, system=None, cost_model=model,
                    objectives=("throughput",), constraints={}, search=SearchDefaults("random", 0, Budget(10)),
                    host=load_host(), senses=("max",), cost_name="stages")
+
+
+def test_a_cost_model_admits_pins_beyond_its_search_bounds():
+    """CostModel.admit (default: the model itself) widens a space whose choices are search bounds;
+    the problem's pins are checked against the widened space, and an admit that raises is one line."""
+    from optmap.cost import admit
+    from optmap.problem.goals import admitted
+
+    class Bounded(Stages):  # k's search stops at 3; a pinned k up to 9 is priced
+        def admit(self, pins):
+            wider = Bounded()
+            wider.space = DesignSpace([permutation("order", ["s0", "s1", "s2"]),
+                                       integer("k", 1, max(3, min(9, int(pins.get("k", 3)))))], repair=self._repair)
+            return wider
+
+    plain = Stages()
+    assert admit(plain, {"k": 2}) is plain and plain.admit({"k": 5}) is plain
+    bounded = Bounded()
+    assert admit(bounded, {}) is bounded and admit(bounded, "not a table") is bounded
+    wider = admit(bounded, {"k": 7})
+    assert wider.space.pin({"k": 7}).pinned == {"k": 7}
+    with pytest.raises(OptmapError, match="outside"):
+        bounded.space.pin({"k": 7})
+
+    class Broken(Stages):
+        def admit(self, pins):
+            raise OptmapError("k = 7 needs a bigger machine")
+
+    with pytest.raises(OptmapError, match=r"^p.toml: \[fix\] k = 7 needs a bigger machine$"):
+        admitted("p.toml", {"k": 7}, Broken())

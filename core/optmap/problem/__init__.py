@@ -189,6 +189,8 @@ def build_problem(spec: dict[str, Any], path: Path | None = None, plugins: tuple
     if named is FAILED:  # objectives, constraints, pins and the engine are checked against the cost model
         check.raise_noted()
     cost_name, cost_model = named
+    widened = after(goals.admitted, tables["fix"], cost_model)  # pins beyond the search's bounds
+    cost_model = cost_model if widened is FAILED else widened
     objectives = after(goals.objectives, tables["objective"], cost_model, cost_name)
     bounds = after(goals.constraints, tables["constraints"], tuple(cost_model.metrics), cost_name)
     fixed = after(goals.fixes, tables["fix"], cost_model)

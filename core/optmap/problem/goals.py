@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from optmap.cost import primary_metric, sense
+from optmap.cost import admit, primary_metric, sense
 from optmap.errors import OptmapError, did_you_mean
 from optmap.options import unknown_key
 from optmap.problem.common import short
@@ -63,6 +63,14 @@ def constraints(where: str, table: dict, metrics: tuple[str, ...], cost_name: st
             raise OptmapError(f"{where}: [constraints] min_{metric} = {lower[metric]:g} is above max_{metric} = "
                               f"{upper[metric]:g}; no mapping can satisfy both")
     return upper, lower
+
+
+def admitted(where: str, table: Any, cost_model: Any) -> Any:
+    """The cost model widened to hold the pinned decisions (:func:`optmap.cost.admit`)."""
+    try:
+        return admit(cost_model, table)
+    except OptmapError as exc:
+        raise OptmapError(f"{where}: [fix] {exc}") from None
 
 
 def fixes(where: str, table: dict, cost_model: Any) -> dict[str, Any]:

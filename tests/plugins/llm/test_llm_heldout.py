@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import optmap
 from optmap.host import load_host
 from optmap.plugins.llm import heldout, heldout_runs, stages
 
@@ -353,8 +354,8 @@ def test_dgxc_rows_are_their_printed_step_times_and_recipes():
     # stages of 64/PP - 1 layers first and 64/PP - 2 last (pretrain_deepseek_v3.py): 3, 4 × 14, 2 for PP 16
     deepseek = _run("DeepSeekV3 (w/ MTP) BF16 1024 H100 (dgxc-25.05)")
     assert heldout.MODELS[deepseek.model]["mtp_layers"] == 1 and deepseek.pp == 16
-    cost = validate_llm.spec(deepseek)["cost"]
-    split = stages.split(61, deepseek.pp, 1, cost["uneven_stages"])
+    priced = optmap.build_problem(validate_llm.spec(deepseek, validate_llm.layout(deepseek))).cost_model
+    split = stages.split(61, deepseek.pp, 1, priced.options.uneven_stages)  # the pinned PP 16 admits "layout"
     assert (split.first_device, split.middle_device, split.last_device) == (64 // 16 - 1, 64 // 16, 64 // 16 - 2)
     # no FSDP: use_mcore_fsdp 0 in NeMo's model_configs_*.csv for every pre-training row read
     assert {r.fsdp for r in heldout_runs.runs() if r.source.startswith("dgxc-")} == {0}

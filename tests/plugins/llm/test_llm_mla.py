@@ -114,9 +114,10 @@ def test_export_writes_the_latent_attention_flags(tmp_path, capsys):
     assert "--num-layers 61" in flags
 
 
-def test_deepseek_published_layout_needs_the_explicit_split(tmp_path, capsys):
-    # Megatron-Bridge's DeepSeek-V3 on 256 GB200s: pipeline 4 × interleaving 4 over 61 layers. The
-    # default split refuses it with the rule; uneven_stages = "layout" prices it and exports the layout
+def test_deepseek_published_layout_takes_the_explicit_split(tmp_path, capsys):
+    # Megatron-Bridge's DeepSeek-V3 on 256 GB200s: pipeline 4 × interleaving 4 over 61 layers. No
+    # balanced split holds it, so the pins admit uneven_stages = "layout" (plugins/llm/choices.py), which
+    # prices it and exports the layout; Megatron-LM's old rule (never) refuses it with the rule
     path = tmp_path / "d.toml"
     path.write_text('[workload]\nmodel = "transformer"\npreset = "deepseek-v3"\nbatch = 4096\ndtype = "bf16"\n'
                     '[system]\ntopology = "gb200-nvl72"\n[[system.groups]]\naccelerator = "gb200"\ncount = 256\n'
@@ -124,10 +125,10 @@ def test_deepseek_published_layout_needs_the_explicit_split(tmp_path, capsys):
     pins = ["--fix", "tensor_parallel=1", "--fix", "pipeline_parallel=4", "--fix", "interleaving=4",
             "--fix", "expert_parallel=64", "--fix", "data_parallel=64", "--fix", "microbatch_size=1",
             "--fix", "context_parallel=1"]
-    assert main(["run", str(path), *pins]) == 2
-    assert 'uneven_stages = "balanced"' in capsys.readouterr().err
+    assert main(["run", str(path), *pins, "--set", "cost.uneven_stages=never"]) == 2
+    assert "'pipeline_parallel': 4 is not one of [1, 61]" in capsys.readouterr().err  # 61 is prime
     out = tmp_path / "r.json"
-    assert main(["run", str(path), *pins, "--set", "cost.uneven_stages=layout", "--json", str(out)]) == 0
+    assert main(["run", str(path), *pins, "--json", str(out)]) == 0
     capsys.readouterr()
     assert main(["export", str(out), "--to", "megatron"]) == 0
     flags = [line.rstrip(" \\") for line in capsys.readouterr().out.splitlines()]
