@@ -8,8 +8,9 @@ any micro-batch that divides the batch, and any split of the layers through its 
 so a ``[fix]`` (or ``--fix``) value outside those bounds widens them for its problem alone
 (:func:`admit`, the cost model's ``admit``), instead of being refused:
 
-* a micro-batch above ``max_microbatch`` that divides the batch, or an interleaving above
-  ``max_interleaving``: the bound rises to it;
+* a micro-batch above ``max_microbatch`` that divides the batch, an interleaving above
+  ``max_interleaving``, or a context-parallel size above ``max_context_parallel`` (or its default,
+  :func:`.context.default_limit`) that splits the sequence: the bound rises to it;
 * a pipeline size, an interleaving or the pair that no ``balanced`` split can hold (Megatron-Core
   runs DeepSeek-V3's 61 layers over 8 stages, or over 4 × 4 chunks): ``uneven_stages = "layout"``,
   the layers, the embedding and the loss spread over the chunks as evenly as they go, which
@@ -28,7 +29,7 @@ from typing import Any
 
 from optmap.space import DesignSpace
 
-from . import stages
+from . import context, stages
 
 
 def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
@@ -59,14 +60,16 @@ def admit(model, pins: dict[str, Any]):
     """``model`` (a :class:`~.model.Megatron3DCostModel`) with its choices widened to hold ``pins``
     (module docstring); ``model`` itself where they already do."""
     space, layers = model.space, model.config.layers
-    p, b, v = (_whole(pins.get(name)) for name in ("pipeline_parallel", "microbatch_size", "interleaving"))
+    p, b, v, cp = (_whole(pins.get(name)) for name in ("pipeline_parallel", "microbatch_size", "interleaving",
+                                                        "context_parallel"))
     mode = model.options.uneven_stages
     if mode == "balanced" and not _balanced_holds(layers, p, v):
         mode = "layout"
     now = {var.name: var.choices for var in space.variables}
     wider = {"pipeline_parallel": stages.sizes(layers, model.n, mode),
              "interleaving": stages.sizes(layers, max(max(now["interleaving"]), v or 1), mode, True),
-             "microbatch_size": divisors(model.batch, max(max(now["microbatch_size"]), b or 1))}
+             "microbatch_size": divisors(model.batch, max(max(now["microbatch_size"]), b or 1)),
+             "context_parallel": context.choices(model.config.seq_len, model.n, max(max(now["context_parallel"]), cp or 1))}
     if mode == model.options.uneven_stages and all(wider[name] == now[name] for name in wider):
         return model
     widened = copy.copy(model)

@@ -14,9 +14,10 @@ from optmap.problem import build_problem
 from optmap.run import solve
 
 
-def problem(preset, gpus, batch, fix, topology="dgx-h100", accelerator="h100-sxm", dtype="bf16", **cost):
+def problem(preset, gpus, batch, fix, topology="dgx-h100", accelerator="h100-sxm", seq_len=None, **cost):
+    length = {"seq_len": seq_len} if seq_len else {}
     return build_problem({
-        "workload": {"model": "transformer", "preset": preset, "batch": batch, "dtype": dtype},
+        "workload": {"model": "transformer", "preset": preset, "batch": batch, "dtype": "bf16", **length},
         "system": {"topology": topology, "groups": [{"accelerator": accelerator, "count": gpus}]},
         "cost": {"model": "megatron-3d", **cost}, "search": {"engine": "megatron-3d"}, "fix": fix})
 
@@ -75,3 +76,14 @@ def test_never_keeps_megatron_lms_old_rule():
     with pytest.raises(OptmapError, match="pipeline_parallel"):
         best_time(problem("deepseek-v3", 512, 4096, DEEPSEEK_PP8, uneven_stages="never"))
 
+
+
+def test_a_context_parallel_size_beyond_the_default_bound_is_admitted():
+    # 256K tokens: the default bound is max(32, 262,144 / 8,192) = 32 (context.default_limit); CP 64 splits
+    # the sequence into 128 chunks of 2,048 and prices as with max_context_parallel = 64 set by hand
+    fix = {"tensor_parallel": 8, "pipeline_parallel": 1, "context_parallel": 64, "data_parallel": 1,
+           "microbatch_size": 1, "interleaving": 1}
+    plain = problem("llama3-8b", 512, 1, fix, seq_len=262144)
+    assert 64 not in variable(problem("llama3-8b", 512, 1, {}, seq_len=262144), "context_parallel").choices
+    by_hand = problem("llama3-8b", 512, 1, fix, seq_len=262144, max_context_parallel=64)
+    assert best_time(plain) == pytest.approx(best_time(by_hand), rel=1e-12)
