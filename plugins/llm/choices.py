@@ -37,6 +37,17 @@ def divisors(n: int, limit: float = math.inf) -> tuple[int, ...]:
     return tuple(k for k in range(1, n + 1) if n % k == 0 and k <= limit)
 
 
+def bounded(cfg, batch: int, gpus: int, mode: str, max_microbatch: float, max_interleaving: float,
+            max_context_parallel: int | None) -> dict[str, tuple[int, ...]]:
+    """The choices of the four bounded decisions: pipeline sizes and interleavings that ``mode``'s
+    splits hold (:func:`.stages.sizes`), micro-batches dividing the batch and context-parallel sizes
+    splitting the sequence (:func:`.context.choices`), each up to its bound."""
+    return {"pipeline_parallel": stages.sizes(cfg.layers, gpus, mode),
+            "microbatch_size": divisors(batch, max_microbatch),
+            "interleaving": stages.sizes(cfg.layers, max_interleaving, mode, True),
+            "context_parallel": context.choices(cfg.seq_len, gpus, max_context_parallel)}
+
+
 def _whole(value: Any) -> int | None:
     """A pinned value as a positive whole number (``--fix`` values may arrive as text), else None:
     the core's check of the pins reports anything else."""
@@ -66,10 +77,9 @@ def admit(model, pins: dict[str, Any]):
     if mode == "balanced" and not _balanced_holds(layers, p, v):
         mode = "layout"
     now = {var.name: var.choices for var in space.variables}
-    wider = {"pipeline_parallel": stages.sizes(layers, model.n, mode),
-             "interleaving": stages.sizes(layers, max(max(now["interleaving"]), v or 1), mode, True),
-             "microbatch_size": divisors(model.batch, max(max(now["microbatch_size"]), b or 1)),
-             "context_parallel": context.choices(model.config.seq_len, model.n, max(max(now["context_parallel"]), cp or 1))}
+    # each bound is the largest choice the model has (the same choices again), or the pin above it
+    wider = bounded(model.config, model.batch, model.n, mode, *(max(max(now[name]), pin or 1) for name, pin in (
+        ("microbatch_size", b), ("interleaving", v), ("context_parallel", cp))))
     if mode == model.options.uneven_stages and all(wider[name] == now[name] for name in wider):
         return model
     widened = copy.copy(model)

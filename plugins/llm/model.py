@@ -45,8 +45,7 @@ from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
 from . import accuracy, attention as attn, export as launch, recompute as recomputation
-from . import choices, context, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
-from .choices import divisors
+from . import choices, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
 from .compute import attention_rates, devices
@@ -236,19 +235,20 @@ class Megatron3DCostModel(CostModel):
         width = math.gcd(math.gcd(cfg.heads, kv), cfg.d_ff)
         gradients = precision.gradient_choices(rec.name, grad_bytes)  # the old default first: plans without it keep their meaning
         self.etp_pinned = expert_tensor_parallel is not None  # else the search tries 1 and t (:func:`.moe.invalid`)
-        expert_sizes = moe.expert_tensor_sizes(cfg, divisors(width, self.n), expert_tensor_parallel)
+        expert_sizes = moe.expert_tensor_sizes(cfg, choices.divisors(width, self.n), expert_tensor_parallel)
+        bound = choices.bounded(cfg, self.batch, self.n, uneven_stages, max_microbatch, max_interleaving, max_context_parallel)
         self.space = DesignSpace((
-            categorical("tensor_parallel", divisors(width, self.n)),
-            categorical("pipeline_parallel", stages.sizes(cfg.layers, self.n, uneven_stages)),
-            categorical("data_parallel", divisors(self.batch, self.n)),
-            categorical("microbatch_size", divisors(self.batch, max_microbatch)),
-            categorical("interleaving", stages.sizes(cfg.layers, max_interleaving, uneven_stages, True)),
+            categorical("tensor_parallel", choices.divisors(width, self.n)),
+            categorical("pipeline_parallel", bound["pipeline_parallel"]),
+            categorical("data_parallel", choices.divisors(self.batch, self.n)),
+            categorical("microbatch_size", bound["microbatch_size"]),
+            categorical("interleaving", bound["interleaving"]),
             categorical("recompute", recomputation.choices(cfg, recompute)),
             categorical("sequence_parallel", (False, True)),
             categorical("optimizer_sharding", (False, True)),
             categorical("dp_overlap", (False, True)),
             # issue 25's decisions default to off, so plans written before them still name one plan
-            categorical("context_parallel", context.choices(cfg.seq_len, self.n, max_context_parallel), default=1),
+            categorical("context_parallel", bound["context_parallel"], default=1),
             categorical("expert_parallel", moe.expert_parallel_sizes(cfg, self.n), default=1),
             categorical("fsdp", (False, True), default=False),
             categorical("offload", tuple(o for o in OFFLOAD if o in offload),
