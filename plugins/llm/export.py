@@ -225,9 +225,10 @@ def deepspeed(model, plan: dict) -> tuple[str, list[str]]:
     elif plan["recompute"] == "norm_act":
         notes.append("recompute = norm_act: DeepSpeed has no output-discarding checkpoint of the LayerNorms and "
                      "the experts' activation; checkpoint them in the model code")
-    elif plan["recompute"] == "mla_up_proj":
-        notes.append("recompute = mla_up_proj: DeepSpeed has no output-discarding checkpoint of the latent "
-                     "attention's up-projections; checkpoint them in the model code")
+    elif plan["recompute"] in ("mla_up_proj", "mla_up_proj_moe"):
+        them = "them" if plan["recompute"] == "mla_up_proj" else "them and each MoE layer"
+        notes.append(f"recompute = {plan['recompute']}: DeepSpeed has no output-discarding checkpoint of the latent "
+                     f"attention's up-projections; checkpoint {them} in the model code")
     if model.recipe.low_precision:
         notes.append(f"dtype = {rec}: no DeepSpeed config key; use Transformer Engine layers in the model "
                      f"(the config trains in bf16)")

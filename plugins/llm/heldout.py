@@ -135,6 +135,12 @@ SOURCES = {
        for r, c, h in (("25.03", "24.12", "1b9bb6b3cfea881fc4997ac111e695e52ae901aa"),
                        ("25.04", "25.02.01; 24.12 for GPT3-175B and Grok1-314B", "0efdb235ac32cc815084bd84ac8c1d1b722fa13e"),
                        ("25.05", "25.04.00 and 25.04.01", "c5c765f2684f983e787eaada4073b63c8287caf6"))},
+    **{f"dgxc-{r}": (f"NVIDIA dgxc-benchmarking {r} release, the step time of its README's example run on DGX H100 "
+                     f"(NeMo {c})", f"https://github.com/NVIDIA/dgxc-benchmarking/blob/{h}/{path}")
+       for r, c, h, path in (("25.08", "25.07.01", "d4b7ec02876ae30e456c75bf509900f216480cb4",
+                              "deepseek_v3/pretrain/README.md"),
+                             ("25.12", "25.11.01, Megatron-Bridge", "db1b14c466609306d1ff740a5139eb778aaf940f",
+                              "qwen3/pretrain/README.md"))},
     **{f"nemo-{c}": (f"NVIDIA NeMo Framework user guide, performance summary, NeMo {c} container, pre-training FP8 "
                      f"on {systems}", f"https://docs.nvidia.com/nemo-framework/user-guide/latest/performance/{page}")
        for c, systems, page in (("25.02", "DGX-B200 (and DGX-H100's first row)", "performance_summary.html"),
@@ -295,6 +301,9 @@ class HeldOutRun:
 # * the expert all-to-all overlap (``moe_a2a_overlap=True``) where every recipe commit read that has
 #   the layout sets it: Qwen3-235B-A22B on H100 (all three), Qwen3-30B-A3B on H100 with EP 8 and
 #   Qwen3-235B-A22B on 64 B200s (c3e43e6aa, the only commit with those layouts);
+# * no tensor-parallel communication overlap for Qwen3-235B-A22B on H100 (``tp_comm_overlap = False``): its
+#   H100 config passes ``CommOverlapConfig(tp_comm_overlap=False)`` at c3e43e6aa, 15927667ed and 21d102f5e,
+#   where every other Qwen3 config passes True;
 # * expert tensor parallelism 1 for every MoE row: the Qwen3, GPT-OSS and DeepSeek-V3 base configs
 #   set ``expert_tensor_parallel_size=1`` (``scripts/performance/configs/*/*_workload_base_configs.py``
 #   at c3e43e6aa and 21d102f5e, which every preset of those models inherits; ``etp: 1`` in the YAML
@@ -347,6 +356,8 @@ def recipe_options(run: HeldOutRun) -> dict:
         options.update(EXPERT_TP_1)
     if bridge and _a2a_overlap(run):
         options["moe_a2a_overlap"] = True
+    if bridge and (run.model, run.system) == ("Qwen3-235B-A22B", "DGX-H100"):
+        options["tp_comm_overlap"] = False
     if bridge and run.model == "GPT-OSS-120B" and run.dtype == "bf16" and run.source != "bridge-25.11":
         options["recompute"] = NORM_ACT
     if run.source == "bridge-25.11" and run.model.startswith("DeepSeekV3") and (

@@ -1,8 +1,11 @@
 """NVIDIA's DGX Cloud benchmarking recipes (github.com/NVIDIA/dgxc-benchmarking): measured step times.
 
 Releases 25.03 to 25.05 print "Training step time (seconds per step)" for NeMo pre-training runs on
-DGX H100 and GB200 NVL72 (later releases print layouts only). The rows here, each copied from the
-latest release that prints it:
+DGX H100 and GB200 NVL72. Later releases print layouts, and two of their READMEs show one run's output as
+the example of reading a step time (``DGXC_EXAMPLES``): DeepSeek-V3 in BF16 on 1,024 H100s (25.08, NeMo
+25.07.01) and Qwen3-235B-A22B in BF16 on 256 H100s (25.12, Megatron-Bridge on NeMo 25.11.01), each with
+its job name (the layout) and its TFLOP/s, which agree with the model's FLOP count
+(``test_llm_heldout_examples``). The rows here, each copied from the latest release that prints it:
 
 * only models ``megatron-3d`` represents at full depth: GPT-3 175B, Llama 3.1 8B / 70B / 405B,
   Nemotron-4 15B / 340B, Grok-1 314B and DeepSeek-V3 (the "proxy" rows with fewer layers, Llama 4
@@ -50,7 +53,17 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   whose ``use_mtp`` defaults to True (``recipes/deepseek_v3.py`` at 7a8f1cc7bc: ``mtp_num_layers=1``);
   the table's 61 layers are the main model's. Its stages hold ``64/PP - 1`` layers first and
   ``64/PP - 2`` last (the script's ``num_layers_in_first/last_pipeline_stage``), the split
-  ``uneven_stages = "layout"`` gives for 61 layers with the embedding and the loss as one slot each.
+  ``uneven_stages = "layout"`` gives for 61 layers with the embedding and the loss as one slot each;
+* DeepSeek-V3 in 25.08 (NeMo ``pretrain_deepseek_v3.py`` at 9244b1ec89, ``launch.sh``): on H100 the flex
+  dispatcher with DeepEP and forced load balancing (balanced routing, the model's default), bf16
+  gradients (``pretrain_recipe(performance_mode=True)``), ETP 1 and ``RM="mla_up_proj mlp moe"``:
+  ``recompute = "mla_up_proj_moe"`` (the three dense layers' MLP recomputation is not priced). Its
+  explicit layout for PP 8 × VP 2 puts the embedding and 4 layers in the first chunk and 1 layer and
+  the loss in the last, where ``layout`` gives 3 and 2: the last GPU, which also computes the logits,
+  holds one layer more than it ran;
+* Qwen3-235B-A22B in 25.12: Megatron-Bridge's ``qwen3_235b_a22b_h100_config`` at 15927667ed, the recipe of
+  the Bridge rows (:func:`.heldout.recipe_options`): bf16 gradients, the all-to-all dispatcher, ETP 1,
+  the expert all-to-all overlap and no tensor-parallel overlap.
 """
 
 from __future__ import annotations
@@ -137,6 +150,17 @@ DGXC_25_05 = [
 ]
 
 
+# 25.08 (NeMo 25.07.01 with NeMo's scripts/performance at 9244b1ec89; deepseek_v3/pretrain/README.md's worked
+# example) and 25.12 (NeMo 25.11.01 with Megatron-Bridge's scripts/performance at 15927667ed;
+# qwen3/pretrain/README.md's example output)
+DGXC_EXAMPLES = [
+    _step("dgxc-25.08", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", 1024, 8192, 1, 4096, 1, 8, 1, 2, 64, 36.189,
+          (("moe_dispatcher", "deepep"),) + EXPERT_TP_1 + recomputing("mla_up_proj_moe")),
+    _step("dgxc-25.12", "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 2048, 1, 4096, 2, 8, 1, 4, 32, 25.53227,
+          _ALLTOALL + EXPERT_TP_1 + (("moe_a2a_overlap", True), ("tp_comm_overlap", False))),
+]
+
+
 def runs() -> list[HeldOutRun]:
     """The dgxc-benchmarking rows, oldest release first."""
-    return DGXC_25_03 + DGXC_25_04 + DGXC_25_05
+    return DGXC_25_03 + DGXC_25_04 + DGXC_25_05 + DGXC_EXAMPLES

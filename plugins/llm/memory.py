@@ -47,13 +47,18 @@ distributed optimizer (ZeRO-1, state sharded over the ``d`` data-parallel ranks)
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 from optmap import schedule
 from optmap.workload.transformer import TransformerConfig
 
-NONE, SELECTIVE, FULL, MOE, NORM_ACT, MLA_UP_PROJ = 0, 1, 2, 3, 4, 5
-RECOMPUTE = ("none", "selective", "full", "moe", "norm_act", "mla_up_proj")
-MOE_ONLY, MLA_ONLY = ("moe", "norm_act"), ("mla_up_proj",)  # settings for mixture-of-experts / latent attention
+NONE, SELECTIVE, FULL, MOE, NORM_ACT, MLA_UP_PROJ, MLA_UP_PROJ_MOE = 0, 1, 2, 3, 4, 5, 6
+Recompute = Literal["none", "selective", "full", "moe", "norm_act", "mla_up_proj", "mla_up_proj_moe"]
+RECOMPUTE = get_args(Recompute)  # the settings, by index
+# settings for mixture-of-experts / latent attention models (``mla_up_proj_moe`` needs both)
+MOE_ONLY, MLA_ONLY = ("moe", "norm_act", "mla_up_proj_moe"), ("mla_up_proj", "mla_up_proj_moe")
+REDO_MOE, REDO_UP_PROJ = (MOE, MLA_UP_PROJ_MOE), (MLA_UP_PROJ, MLA_UP_PROJ_MOE)  # settings that re-run each module
 
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
@@ -98,9 +103,9 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_by
                       discarded: dict | None = None) -> np.ndarray:
     """Bytes one layer stores for one micro-batch (Korthikanti et al. 2022 Eqs. 2-6, above);
     ``routed``: what a MoE layer keeps for its routed experts per GPU (:func:`.moe.routed_activations`),
-    which ``moe`` recomputation (Megatron-Core ``--recompute-modules moe``: the MoE layer re-run from its
-    input, the pre-MLP LayerNorm's output counted above, ``moe_layer.py``) does not keep; ``discarded``:
-    what each fine-grained setting does not keep, by its index (:func:`.recompute.discarded`)."""
+    which ``moe`` and ``mla_up_proj_moe`` recomputation (Megatron-Core ``--recompute-modules moe``: the MoE
+    layer re-run from its input, the pre-MLP LayerNorm's output counted above, ``moe_layer.py``) do not keep;
+    ``discarded``: what each fine-grained setting does not keep besides, by its index (:func:`.recompute.discarded`)."""
     t = np.asarray(t, dtype=float)
     rep_div = np.where(np.asarray(sp, bool), t, 1.0)
     rep, shard, scores = layer_terms(cfg, b, gemm_input_bytes, attention, fused_swiglu)
@@ -108,9 +113,10 @@ def layer_activations(cfg: TransformerConfig, b, t, sp, recompute, gemm_input_by
     selective = rep / rep_div + shard / t + routed
     full = 2.0 * cfg.seq_len * np.asarray(b, float) * cfg.d_model / rep_div
     rc = np.asarray(recompute)
+    kept = none - np.where(np.isin(rc, REDO_MOE), routed, 0.0)
     fine = discarded or {}
     return np.select([rc == NONE, rc == SELECTIVE, rc == MOE, *(rc == k for k in fine)],
-                     [none, selective, none - routed, *(none - v for v in fine.values())], full)
+                     [none, selective, kept, *(kept - v for v in fine.values())], full)
 
 
 def in_flight_micro_batches(p, v, m, stage=0) -> np.ndarray:

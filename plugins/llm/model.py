@@ -5,7 +5,8 @@ Decisions (one categorical variable each; the choices are the sizes that can div
 the layers, :mod:`.stages`), ``data_parallel`` (divisors of the global batch), ``microbatch_size`` (divisors of
 the batch up to ``max_microbatch``), ``interleaving`` (virtual stages per device, likewise; pins widen both,
 :mod:`.choices`), ``recompute`` (none / selective /
-full, for a MoE model moe and norm_act, with latent attention mla_up_proj: :mod:`.recompute`), ``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
+full, for a MoE model moe and norm_act, with latent attention mla_up_proj, both mla_up_proj_moe: :mod:`.recompute`),
+``sequence_parallel``, ``optimizer_sharding`` (ZeRO-1, Megatron's distributed optimizer)
 and ``dp_overlap`` (gradient reduction overlapped with the backward pass); ``context_parallel``
 (ring attention over the sequence, :mod:`.context`), ``expert_parallel`` (mixture-of-experts
 models: the experts split over ranks carved out of tensor × data × context parallelism,
@@ -93,7 +94,7 @@ class Megatron3DCostModel(CostModel):
         max_microbatch: ints(1, 4096) = 16,
         max_interleaving: ints(1, 1024) = 16,
         use_all_gpus: bool = False,
-        recompute: tuple[Literal["none", "selective", "full", "moe", "norm_act", "mla_up_proj"], ...] = memory.RECOMPUTE,
+        recompute: tuple[memory.Recompute, ...] = memory.RECOMPUTE,
         grad_bytes: Literal[2, 4] | None = None,
         sp_gather_redo: bool = True,
         scatter_gather: bool = True,

@@ -40,12 +40,13 @@ from . import memory, moe
 
 ACT_BYTES = 2.0  # LayerNorms, the rotary embedding and their outputs: 16-bit activations
 # Megatron-Core's --recompute-modules of each setting that names modules (``selective`` keeps its default, core_attn)
-MODULES = {"moe": "moe", "norm_act": "layernorm moe_act", "mla_up_proj": "mla_up_proj"}
+MODULES = {"moe": "moe", "norm_act": "layernorm moe_act", "mla_up_proj": "mla_up_proj",
+           "mla_up_proj_moe": "mla_up_proj moe"}
 
 
 def choices(cfg: TransformerConfig, allowed) -> tuple[str, ...]:
     """The settings of ``allowed`` that act on ``cfg``, in :data:`.memory.RECOMPUTE` order: ``moe`` and
-    ``norm_act`` need mixture-of-experts layers, ``mla_up_proj`` latent attention."""
+    ``norm_act`` need mixture-of-experts layers, ``mla_up_proj`` latent attention, ``mla_up_proj_moe`` both."""
     return tuple(r for r in memory.RECOMPUTE if r in allowed and (r not in memory.MOE_ONLY or cfg.moe is not None)
                  and (r not in memory.MLA_ONLY or cfg.mla is not None))
 
@@ -60,7 +61,8 @@ def discarded(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_byt
               fused_swiglu: bool = False) -> dict[int, np.ndarray]:
     """Bytes of one layer and micro-batch (average layer) that each fine-grained setting does not keep,
     by its index in :data:`.memory.RECOMPUTE`: ``norm_act`` the separate LayerNorms' outputs and, in MoE
-    layers, every routed copy's activation output; ``mla_up_proj`` the up-projected queries, keys and values."""
+    layers, every routed copy's activation output; ``mla_up_proj`` the up-projected queries, keys and values,
+    and so does ``mla_up_proj_moe`` beside the MoE layer's routed part (:func:`.memory.layer_activations`)."""
     tokens = moe.local_tokens(cfg, b, t, sp)  # b·s, 1/t of it with sequence parallelism
     norm_act = separate_norms(cfg) * gemm_input_bytes * tokens * cfg.d_model
     if cfg.moe is not None:
@@ -68,7 +70,8 @@ def discarded(cfg: TransformerConfig, b, t, sp, imbalance: float, gemm_input_byt
         product = 2.0 * width if cfg.gated_mlp and not fused_swiglu else 0.0  # the unfused SwiGLU's saved product
         copies = tokens * cfg.moe.top_k * imbalance
         norm_act = norm_act + moe.moe_fraction(cfg) * copies * (gemm_input_bytes * width + product)
-    return {memory.NORM_ACT: norm_act, memory.MLA_UP_PROJ: _up_projected_bytes(cfg, b, t)}
+    up = _up_projected_bytes(cfg, b, t)
+    return {memory.NORM_ACT: norm_act, memory.MLA_UP_PROJ: up, memory.MLA_UP_PROJ_MOE: up}
 
 
 def up_projections(cfg: TransformerConfig) -> list[tuple[int, int]]:

@@ -203,11 +203,11 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
     ep, etp = plans.ep, plans.etp
     lt = layer_compute(cfg, dev, bt, t, sp, linear, ep, opts, etp)
     f_layer, b_layer = lt.forward, lt.backward
-    # recomputed in the backward: the layer, the attention core, the MoE layer's experts (its all-to-alls:
-    # below), the separate LayerNorms and the experts' activation, or latent attention's up-projections
-    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.MOE, rc == memory.NORM_ACT,
-                           rc == memory.MLA_UP_PROJ], [f_layer, lt.core, lt.experts_forward, lt.norm_act,
-                                                       lt.mla_up_proj], 0.0)
+    # recomputed in the backward: the layer, the attention core, the separate LayerNorms and the experts'
+    # activation, or the MoE layer's experts (its all-to-alls: below) and / or latent attention's up-projections
+    rec_layer = np.select([rc == memory.FULL, rc == memory.SELECTIVE, rc == memory.NORM_ACT],
+                          [f_layer, lt.core, lt.norm_act], np.where(np.isin(rc, memory.REDO_MOE), lt.experts_forward, 0.0)
+                          + np.where(np.isin(rc, memory.REDO_UP_PROJ), lt.mla_up_proj, 0.0))
     tp_layer = tp_layer_comm(cfg, lt, bt, t, sp, rc, links.tp_bw, links.tp_lat, opts, linear or dev)
     # the average layer's token dispatch and combine, each pass (MoE layers only, :mod:`.moe`)
     exchange = 0.0 if cfg.moe is None else moe.moe_fraction(cfg) * moe.dispatch_combine(
@@ -338,7 +338,7 @@ def evaluate(cfg: TransformerConfig, batch: int, plans: Plans, links: Links, dev
 
     embedding_masks = s * bt * h * schedule.in_flight(p, m) / split if cfg.dropout > 0 else 0.0  # :mod:`.memory`
     # one layer rebuilt at a time: the whole layer's activations (full), or a MoE layer's routed part (moe)
-    working = np.where(rc == memory.MOE, routed, 0.0) + np.where(rc == memory.FULL, memory.layer_activations(
+    working = np.where(np.isin(rc, memory.REDO_MOE), routed, 0.0) + np.where(rc == memory.FULL, memory.layer_activations(
         cfg, bt, t, sp, memory.NONE, opts.gemm_input_bytes, opts.attention, opts.fused_swiglu, routed), 0.0)
     logits = (1.0 + cfg.mtp_layers) * 6.0 * s * bt * vocab / t  # and each prediction module's
     first_in_flight = memory.in_flight_micro_batches(p, v, m)

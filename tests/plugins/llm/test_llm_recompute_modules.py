@@ -77,3 +77,29 @@ def test_mla_up_proj_frees_the_up_projected_heads_and_reruns_their_gemms():
     # a choice of latent-attention models only
     choices = lambda model: next(v for v in model.space.variables if v.name == "recompute").choices  # noqa: E731
     assert "mla_up_proj" in choices(m) and "mla_up_proj" not in choices(problem().cost_model)
+
+
+def test_mla_up_proj_moe_frees_and_reruns_both_modules(tmp_path, capsys):
+    """``recompute = "mla_up_proj_moe"``: ``--recompute-modules mla_up_proj moe`` (dgxc-benchmarking 25.08's
+    DeepSeek-V3 H100 launch.sh, RM="mla_up_proj mlp moe"), two output-discarding checkpoints of disjoint
+    tensors, so each part is what its own setting prices, summed."""
+    m = problem("deepseek-v3", gpus=64, batch=128).cost_model
+    given = dict(pipeline_parallel=1, data_parallel=64, expert_parallel=8)
+    none, moe, up, both = (columns(m, plan(recompute=r, **given)) for r in ("none", "moe", "mla_up_proj",
+                                                                           "mla_up_proj_moe"))
+    # memory: the MoE layers' routed part as with moe, and the up-projected heads by hand (the test
+    # above: 512 MiB per layer and micro-batch, 61 layers, one micro-batch in flight)
+    freed = none["memory_activations"] - both["memory_activations"]
+    assert freed - (none["memory_activations"] - moe["memory_activations"]) == pytest.approx(61 * 512 * 2**20)
+    # time: both redos, and the MoE layers' all-to-alls once more (as moe); FLOPs: both re-run GEMM sets
+    assert both["recompute_s"] == pytest.approx(moe["recompute_s"] + up["recompute_s"], rel=1e-12)
+    assert both["ep_comm_s"] == pytest.approx(moe["ep_comm_s"], rel=1e-12) and both["ep_comm_s"] > none["ep_comm_s"]
+    flops = lambda c: c["hardware_tflops_per_gpu"] * c["time"]  # noqa: E731
+    assert flops(both) - flops(none) == pytest.approx(flops(moe) + flops(up) - 2 * flops(none), rel=1e-9)
+    # a choice of models with both latent attention and MoE layers; exported as Megatron-Core's two modules
+    choices = lambda model: next(v for v in model.space.variables if v.name == "recompute").choices  # noqa: E731
+    assert "mla_up_proj_moe" in choices(m) and "mla_up_proj_moe" not in choices(problem().cost_model)
+    out = megatron_args(tmp_path, capsys, "deepseek-v3", 1024, 8192,  # that run's layout, which fits with it
+                        fixes=("tensor_parallel=1", "pipeline_parallel=8", "data_parallel=128", "expert_parallel=64",
+                               "microbatch_size=1", "interleaving=2", "recompute=mla_up_proj_moe"))
+    assert "--recompute-granularity selective \\\n--recompute-modules mla_up_proj moe \\" in out
