@@ -284,7 +284,9 @@ class HeldOutRun:
         return "H100 MoE" if self.moe else "H100 dense"
 
 
-# Cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously:
+# Cost options a run's recipe fixes beyond its table, only where the recipe says so unambiguously (the
+# Megatron-Bridge rules also hold the dgxc 25.12 run, which ran Bridge's scripts/performance at 15927667ed,
+# 2025-12-17: its Qwen3-235B-A22B H100 config sets each of them, test_llm_heldout_examples):
 # * every Megatron-Bridge performance recipe reduces and keeps its gradients in bf16
 #   (``cfg.ddp.grad_reduce_in_fp32 = False`` in each model's ``scripts/performance/configs/*/
 #   *_llm_pretrain.py``, at c3e43e6aa of 2025-12 and 21d102f5e of 2026-05), where Megatron-LM's
@@ -325,6 +327,7 @@ BF16_GRADS, FP32_GRADS = (("grad_bytes", 2),), (("grad_bytes", 4),)
 # states none, Megatron-Core's default is the tensor-parallel size (``ModelParallelConfig.__post_init__``)
 EXPERT_TP_1 = (("expert_tensor_parallel", 1),)
 NORM_ACT = ("norm_act",)  # ``[cost] recompute``: ``--recompute-modules layernorm moe_act`` only
+ON_BRIDGE = ("dgxc-25.12",)  # other sources whose runs used Megatron-Bridge's performance recipes
 
 
 def recomputing(*settings: str) -> tuple:
@@ -347,7 +350,7 @@ def _a2a_overlap(run: HeldOutRun) -> bool:
 def recipe_options(run: HeldOutRun) -> dict:
     """The ``[cost]`` options ``run``'s recipe fixes: the Megatron-Bridge rules above, and the row's own
     ``recipe`` (the ModelZoo's dispatcher and overlap); empty for NeMo's tables."""
-    bridge = run.source.startswith("bridge-")
+    bridge = run.source.startswith("bridge-") or run.source in ON_BRIDGE
     options = dict(BF16_GRADS) if bridge else {}
     if bridge and run.dtype == "fp8":
         options["fp8_scaling"] = "current"

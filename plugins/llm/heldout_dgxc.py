@@ -61,9 +61,9 @@ tokens/s of half the batch) the launch scripts' batch (2 × GPUs for Grok-1, the
   explicit layout for PP 8 × VP 2 puts the embedding and 4 layers in the first chunk and 1 layer and
   the loss in the last, where ``layout`` gives 3 and 2: the last GPU, which also computes the logits,
   holds one layer more than it ran;
-* Qwen3-235B-A22B in 25.12: Megatron-Bridge's ``qwen3_235b_a22b_h100_config`` at 15927667ed, the recipe of
-  the Bridge rows (:func:`.heldout.recipe_options`): bf16 gradients, the all-to-all dispatcher, ETP 1,
-  the expert all-to-all overlap and no tensor-parallel overlap.
+* Qwen3-235B-A22B in 25.12: Megatron-Bridge's ``qwen3_235b_a22b_h100_config`` at 15927667ed, so the rules of
+  the Bridge rows (:data:`.heldout.ON_BRIDGE`): bf16 gradients, the all-to-all dispatcher, ETP 1, the expert
+  all-to-all overlap and no tensor-parallel overlap.
 """
 
 from __future__ import annotations
@@ -156,8 +156,7 @@ DGXC_25_05 = [
 DGXC_EXAMPLES = [
     _step("dgxc-25.08", "DeepSeekV3 (w/ MTP)", "DGX-H100", "BF16", 1024, 8192, 1, 4096, 1, 8, 1, 2, 64, 36.189,
           (("moe_dispatcher", "deepep"),) + EXPERT_TP_1 + recomputing("mla_up_proj_moe")),
-    _step("dgxc-25.12", "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 2048, 1, 4096, 2, 8, 1, 4, 32, 25.53227,
-          _ALLTOALL + EXPERT_TP_1 + (("moe_a2a_overlap", True), ("tp_comm_overlap", False))),
+    _step("dgxc-25.12", "Qwen3-235B-A22B", "DGX-H100", "BF16", 256, 2048, 1, 4096, 2, 8, 1, 4, 32, 25.53227),
 ]
 
 
