@@ -56,9 +56,10 @@ from optmap.workload.transformer import TransformerConfig
 NONE, SELECTIVE, FULL, MOE, NORM_ACT, MLA_UP_PROJ, MLA_UP_PROJ_MOE = 0, 1, 2, 3, 4, 5, 6
 Recompute = Literal["none", "selective", "full", "moe", "norm_act", "mla_up_proj", "mla_up_proj_moe"]
 RECOMPUTE = get_args(Recompute)  # the settings, by index
-# settings for mixture-of-experts / latent attention models (``mla_up_proj_moe`` needs both)
-MOE_ONLY, MLA_ONLY = ("moe", "norm_act", "mla_up_proj_moe"), ("mla_up_proj", "mla_up_proj_moe")
 REDO_MOE, REDO_UP_PROJ = (MOE, MLA_UP_PROJ_MOE), (MLA_UP_PROJ, MLA_UP_PROJ_MOE)  # settings that re-run each module
+# settings for mixture-of-experts / latent attention models (``mla_up_proj_moe`` needs both)
+MOE_ONLY = tuple(RECOMPUTE[i] for i in (*REDO_MOE, NORM_ACT))
+MLA_ONLY = tuple(RECOMPUTE[i] for i in REDO_UP_PROJ)
 
 WEIGHT_BYTES, GRAD_BYTES, STATE_BYTES = 2.0, 4.0, 12.0  # 16-bit weight, fp32 grad, fp32 master + Adam m, v
 
