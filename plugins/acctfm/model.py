@@ -70,7 +70,7 @@ from optmap.collectives import collective_time
 from optmap.compute import calibration_of
 from optmap.cost import BATCH, CostModel, CostReport, LayerCost
 from optmap.errors import OptmapError
-from optmap.workload.transformer import TransformerWorkload
+from optmap.workload.transformer import sizes_of
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import us_to_s
@@ -142,12 +142,7 @@ class AccTFMCostModel(CostModel):
         All-Reduces. ``scale_bytes`` one fp32 max|R| per message (note D12); ``score_bytes`` An
         element size; ``topk_rounding`` k = ceil/round/floor(keep · S) (note D13).
         """
-        if not isinstance(workload, TransformerWorkload) or workload.config is None:
-            raise OptmapError(f"the acctfm cost model plans Megatron blocks of a transformer; use [workload] model = "
-                              f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
-                              f"vocab (workload '{workload.name}' is a layer graph: an imported ONNX model has no "
-                              f"sizes to plan by)")
-        cfg = workload.config
+        cfg = sizes_of(workload, "the acctfm cost model plans Megatron blocks of a transformer")
         self.workload, self.system, self.config = workload, system, cfg
         self.training = workload.phase == "training"
         self.bytes = workload.bytes_per_element

@@ -39,13 +39,12 @@ import numpy as np
 from optmap.bounds import Fraction, NonNegative, Positive, floats, ints
 from optmap.cost import BATCH, CostModel, CostReport
 from optmap.errors import OptmapError
-from optmap.workload.transformer import TransformerWorkload
 from optmap.space import DesignSpace, Mapping, categorical
 from optmap.system import System
 from optmap.units import gib_to_bytes
 from optmap.workload import Workload
 
-from . import accuracy, attention as attn, export as launch, recompute as recomputation
+from . import accuracy, checks, export as launch, recompute as recomputation
 from . import choices, inputs, memory, moe, offload, precision, reasons, rules, stages, timing
 from .cluster import expert_links, plan_links
 from .offload import OFFLOAD
@@ -163,44 +162,12 @@ class Megatron3DCostModel(CostModel):
         (``--overlap-moe-expert-parallel-comm``; ``moe_comm_sms`` the SMs they hold), ``moe_dispatcher`` the token
         dispatcher (``auto``: the flex dispatcher's backend for the system; ``alltoall``; ``deepep`` /
         ``hybridep``: a token crosses the network once per node; :func:`.moe.dispatcher_for`)."""
-        if not isinstance(workload, TransformerWorkload) or workload.config is None:
-            raise OptmapError(f"the megatron-3d cost model plans a transformer; use [workload] model = "
-                              f"\"transformer\" with the model's preset or layers, d_model, heads, d_ff, seq_len, "
-                              f"vocab (workload '{workload.name}' is a layer graph: an imported ONNX model has no "
-                              f"sizes to plan by)")
-        cfg = workload.config
-        if cfg.kind not in ("decoder-only", "encoder"):
-            raise OptmapError(f"megatron-3d plans a stack of identical layers (decoder-only or encoder), "
-                              f"not '{cfg.kind}'; use a GPT- or Llama-style preset")
-        if workload.phase != "training":
-            raise OptmapError("megatron-3d plans training; set [workload] phase = \"training\"")
-        rec = precision.recipe(workload.dtype)
-        if rec is None:
-            raise OptmapError(f"megatron-3d models mixed-precision training (16-bit weights and activations, fp32 "
-                              f"master weights and Adam state); [workload] dtype = \"{workload.dtype}\" is not "
-                              f"16-bit: use \"bf16\" or \"fp16\", or \"fp8\" / \"mxfp8\" for 8-bit linear layers")
-        for name, value in (("max_microbatch", max_microbatch), ("max_interleaving", max_interleaving)):
-            if value < 1:
-                raise OptmapError(f"[cost] {name} must be >= 1, got {value}")
-        if not recompute or any(r not in memory.RECOMPUTE for r in recompute):
-            raise OptmapError(f"[cost] recompute must list some of {list(memory.RECOMPUTE)}, got {list(recompute)}")
-        if attention not in attn.ATTENTION:
-            raise OptmapError(f"[cost] attention must be one of {list(attn.ATTENTION)}, got {attention!r}")
-        if attention_tflops is not None and attention != "flash":
-            raise OptmapError("[cost] attention_tflops prices a fused attention kernel; set attention = \"flash\" "
-                              "or leave attention_tflops out")
-        if not offload or any(o not in OFFLOAD for o in offload):
-            raise OptmapError(f"[cost] offload must list some of {list(OFFLOAD)}, got {list(offload)}")
-        if max_context_parallel is not None and max_context_parallel < 1:
-            raise OptmapError(f"[cost] max_context_parallel must be >= 1, got {max_context_parallel}")
-        if uneven_stages not in stages.UNEVEN_STAGES:
-            raise OptmapError(f"[cost] uneven_stages must be one of {list(stages.UNEVEN_STAGES)}, got {uneven_stages!r}")
-        if memory_reserve_gib < 0:
-            raise OptmapError(f"[cost] memory_reserve_gib must be >= 0, got {memory_reserve_gib}")
-        for name, value in (("gemm_efficiency", gemm_efficiency), ("memory_efficiency", memory_efficiency),
-                            ("fp8_gemm_efficiency", fp8_gemm_efficiency)):
-            if value is not None and not 0.0 < value <= 1.0:
-                raise OptmapError(f"[cost] {name} must be in (0, 1], got {value}")
+        cfg, rec = checks.planned(workload)
+        checks.options(max_microbatch=max_microbatch, max_interleaving=max_interleaving, recompute=recompute,
+                       attention=attention, attention_tflops=attention_tflops, offload=offload,
+                       max_context_parallel=max_context_parallel, uneven_stages=uneven_stages,
+                       memory_reserve_gib=memory_reserve_gib, gemm_efficiency=gemm_efficiency,
+                       memory_efficiency=memory_efficiency, fp8_gemm_efficiency=fp8_gemm_efficiency)
         moe_dispatcher = moe.dispatcher_for(moe_dispatcher, system.topology)
         moe.check_options(cfg, expert_tensor_parallel, moe_load_imbalance, moe_dispatcher)
         precision.check_scaling(rec, fp8_scaling)

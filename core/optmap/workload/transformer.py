@@ -48,6 +48,7 @@ from typing import Literal
 
 import numpy as np
 
+from optmap.errors import OptmapError
 from optmap.workload import mla as latent
 from optmap.workload import moe as moe_mlp
 from optmap.workload import window as swa
@@ -396,3 +397,13 @@ class TransformerWorkload(Workload):
     """A Workload that also carries its :class:`TransformerConfig` (the Megatron block chain)."""
 
     config: TransformerConfig | None = None
+
+
+def sizes_of(workload: Workload, planner: str) -> TransformerConfig:
+    """``workload``'s transformer sizes, or one line saying ``planner`` (e.g. "the acctfm cost model plans
+    Megatron blocks of a transformer") needs a transformer workload rather than a layer graph."""
+    if not isinstance(workload, TransformerWorkload) or workload.config is None:
+        raise OptmapError(f"{planner}; use [workload] model = \"transformer\" with the model's preset or layers, "
+                          f"d_model, heads, d_ff, seq_len, vocab (workload '{workload.name}' is a layer graph: an "
+                          f"imported ONNX model has no sizes to plan by)")
+    return workload.config

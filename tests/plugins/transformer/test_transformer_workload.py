@@ -6,6 +6,8 @@ from optmap.errors import OptmapError
 from optmap.host import load_host
 from optmap.plugins.transformer.presets import PRESETS
 from optmap.plugins.transformer.workload import TransformerWorkload, transformer
+from optmap.workload import Workload
+from optmap.workload.transformer import sizes_of
 
 
 def test_registered_as_plugin():
@@ -64,6 +66,17 @@ def test_errors_are_one_line():
         transformer(batch=2, preset="TF8", seq_len=0)
     with pytest.raises(OptmapError, match="decoder_layers"):
         transformer(batch=2, kind="encoder-decoder", layers=1, d_model=8, heads=2, d_ff=8, seq_len=4, vocab=5)
+
+
+def test_sizes_of_names_the_planner_and_the_fix():
+    w = transformer(batch=2, preset="TF8")
+    assert sizes_of(w, "x") is w.config
+    graph = Workload(w.name, w.layers_by_name, w.producers, 2, "bf16", "training")  # the same layers, no sizes
+    with pytest.raises(OptmapError) as err:
+        sizes_of(graph, "the megatron-3d cost model plans a transformer")
+    text = str(err.value)
+    assert text.startswith("the megatron-3d cost model plans a transformer; use [workload] model = \"transformer\"")
+    assert "\n" not in text and "is a layer graph" in text
 
 
 
