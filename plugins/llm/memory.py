@@ -57,6 +57,7 @@ NONE, SELECTIVE, FULL, MOE, NORM_ACT, MLA_UP_PROJ, MLA_UP_PROJ_MOE = 0, 1, 2, 3,
 Recompute = Literal["none", "selective", "full", "moe", "norm_act", "mla_up_proj", "mla_up_proj_moe"]
 RECOMPUTE = get_args(Recompute)  # the settings, by index
 REDO_MOE, REDO_UP_PROJ = (MOE, MLA_UP_PROJ_MOE), (MLA_UP_PROJ, MLA_UP_PROJ_MOE)  # settings that re-run each module
+REDO_EXCHANGE = (FULL, *REDO_MOE)  # settings that re-run a MoE layer's forward with its token exchange
 # settings for mixture-of-experts / latent attention models (``mla_up_proj_moe`` needs both)
 MOE_ONLY = tuple(RECOMPUTE[i] for i in (*REDO_MOE, NORM_ACT))
 MLA_ONLY = tuple(RECOMPUTE[i] for i in REDO_UP_PROJ)

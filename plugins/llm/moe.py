@@ -251,7 +251,7 @@ def dispatch_combine(cfg: TransformerConfig, b, t, sp, ep, links, etp: float, im
 def exchange_passes(recompute) -> np.ndarray:
     """How many times a layer's forward token exchange runs per micro-batch: forward and backward,
     and the forward again with full, ``moe`` or ``mla_up_proj_moe`` recomputation (``norm_act`` repeats none)."""
-    return 2.0 + np.isin(recompute, (memory.FULL, *memory.REDO_MOE))
+    return 2.0 + np.isin(recompute, memory.REDO_EXCHANGE)
 
 
 # streaming multiprocessors per GPU (NVIDIA whitepapers: A100 108, H100 SXM5 132, Blackwell B200 148)
@@ -374,7 +374,7 @@ def overlap_invalid(cfg: TransformerConfig, p, v, ep, recompute) -> np.ndarray:
     if cfg.moe is None:
         return np.zeros(np.shape(ep), bool)
     p, v, ep = (np.asarray(x, float) for x in (p, v, ep))
-    return (ep == 1) | ((p > 1) & (v == 1)) | np.isin(recompute, (memory.FULL, *memory.REDO_MOE))
+    return (ep == 1) | ((p > 1) & (v == 1)) | np.isin(recompute, memory.REDO_EXCHANGE)
 
 
 def reason(cfg: TransformerConfig, plan: dict, pinned: bool = False, overlap: bool = False) -> str:
